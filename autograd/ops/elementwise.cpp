@@ -1,0 +1,157 @@
+// Elementwise ops. Binary ops first broadcast both operands to a common shape with
+// broadcast_to (whose backward reduces), so each backward below deals with equal shapes only.
+#include <stdexcept>
+#include <string>
+
+#include "autograd/ops.h"
+#include "core/kernels.h"
+
+namespace ag {
+
+using kernels::BinaryOp;
+using kernels::UnaryOp;
+
+namespace {
+
+void require_same_dtype(const Variable& a, const Variable& b, const char* op) {
+  if (a.dtype() != b.dtype()) {
+    throw std::invalid_argument(std::string(op) + ": dtypes differ: a=" + dtype_name(a.dtype()) + " " +
+                                a.shape().str() + " b=" + dtype_name(b.dtype()) + " " + b.shape().str());
+  }
+}
+
+// Both operands broadcast to their common shape (no copies: stride-0 views).
+std::pair<Variable, Variable> broadcast_pair(const Variable& a, const Variable& b, const char* op) {
+  require_same_dtype(a, b, op);
+  if (a.shape() == b.shape()) return {a, b};
+  const Shape s = broadcast_shapes(a.shape(), b.shape(), op);
+  return {broadcast_to(a, s), broadcast_to(b, s)};
+}
+
+}  // namespace
+
+Variable add(const Variable& a_in, const Variable& b_in) {
+  auto [a, b] = broadcast_pair(a_in, b_in, "add");
+  return make_result("add", kernels::add(a.value(), b.value()), {a, b}, [](const Tensor& g, GradSink& grads) {
+    grads.add(0, g);
+    grads.add(1, g);
+  });
+}
+
+Variable sub(const Variable& a_in, const Variable& b_in) {
+  auto [a, b] = broadcast_pair(a_in, b_in, "sub");
+  return make_result("sub", kernels::sub(a.value(), b.value()), {a, b}, [](const Tensor& g, GradSink& grads) {
+    grads.add(0, g);
+    if (grads.wants(1)) grads.add(1, kernels::unary(UnaryOp::neg, g));
+  });
+}
+
+Variable mul(const Variable& a_in, const Variable& b_in) {
+  auto [a, b] = broadcast_pair(a_in, b_in, "mul");
+  // Each side's gradient reads the other side's value: save only what will be read.
+  const Tensor a_val = b.requires_grad() ? a.value() : Tensor();
+  const Tensor b_val = a.requires_grad() ? b.value() : Tensor();
+  return make_result("mul", kernels::mul(a.value(), b.value()), {a, b}, [a_val, b_val](const Tensor& g, GradSink& grads) {
+    if (grads.wants(0)) grads.add(0, kernels::mul(g, b_val));
+    if (grads.wants(1)) grads.add(1, kernels::mul(g, a_val));
+  });
+}
+
+Variable div(const Variable& a_in, const Variable& b_in) {
+  auto [a, b] = broadcast_pair(a_in, b_in, "div");
+  Tensor out = kernels::div(a.value(), b.value());
+  const Tensor b_val = b.value();
+  const Tensor out_val = b.requires_grad() ? out : Tensor();
+  return make_result("div", out, {a, b}, [b_val, out_val](const Tensor& g, GradSink& grads) {
+    const Tensor g_over_b = kernels::div(g, b_val);
+    if (grads.wants(0)) grads.add(0, g_over_b);
+    // d(a/b)/db = -(a/b)/b
+    if (grads.wants(1)) grads.add(1, kernels::unary(UnaryOp::neg, kernels::mul(g_over_b, out_val)));
+  });
+}
+
+Variable add(const Variable& a, double b) {
+  return make_result("add_scalar", kernels::affine(a.value(), 1.0, b), {a},
+                     [](const Tensor& g, GradSink& grads) { grads.add(0, g); });
+}
+
+Variable mul(const Variable& a, double b) {
+  return make_result("mul_scalar", kernels::affine(a.value(), b, 0.0), {a},
+                     [b](const Tensor& g, GradSink& grads) { grads.add(0, kernels::affine(g, b, 0.0)); });
+}
+
+Variable neg(const Variable& x) {
+  return make_result("neg", kernels::unary(UnaryOp::neg, x.value()), {x},
+                     [](const Tensor& g, GradSink& grads) { grads.add(0, kernels::unary(UnaryOp::neg, g)); });
+}
+
+Variable exp(const Variable& x) {
+  Tensor y = kernels::unary(UnaryOp::exp, x.value());
+  return make_result("exp", y, {x}, [y](const Tensor& g, GradSink& grads) { grads.add(0, kernels::mul(g, y)); });
+}
+
+Variable log(const Variable& x) {
+  const Tensor x_val = x.value();
+  return make_result("log", kernels::unary(UnaryOp::log, x_val), {x},
+                     [x_val](const Tensor& g, GradSink& grads) { grads.add(0, kernels::div(g, x_val)); });
+}
+
+Variable sqrt(const Variable& x) {
+  Tensor y = kernels::unary(UnaryOp::sqrt, x.value());
+  return make_result("sqrt", y, {x}, [y](const Tensor& g, GradSink& grads) {
+    grads.add(0, kernels::affine(kernels::div(g, y), 0.5, 0.0));  // d sqrt(x) = 1 / (2 sqrt(x))
+  });
+}
+
+Variable pow(const Variable& x, double exponent) {
+  const Tensor x_val = x.value();
+  return make_result("pow", kernels::pow_scalar(x_val, exponent), {x}, [x_val, exponent](const Tensor& g, GradSink& grads) {
+    const Tensor d = kernels::affine(kernels::pow_scalar(x_val, exponent - 1.0), exponent, 0.0);
+    grads.add(0, kernels::mul(g, d));
+  });
+}
+
+Variable pow(const Variable& base_in, const Variable& exponent_in) {
+  auto [base, exponent] = broadcast_pair(base_in, exponent_in, "pow");
+  Tensor y = kernels::binary(BinaryOp::pow, base.value(), exponent.value());
+  const Tensor b_val = base.value();
+  const Tensor e_val = exponent.value();
+  return make_result("pow", y, {base, exponent}, [y, b_val, e_val](const Tensor& g, GradSink& grads) {
+    if (grads.wants(0)) {  // e * b^(e-1) = e * y / b
+      grads.add(0, kernels::mul(g, kernels::div(kernels::mul(e_val, y), b_val)));
+    }
+    if (grads.wants(1)) {  // b^e * log(b)
+      grads.add(1, kernels::mul(g, kernels::mul(y, kernels::unary(UnaryOp::log, b_val))));
+    }
+  });
+}
+
+Variable tanh(const Variable& x) {
+  Tensor y = kernels::unary(UnaryOp::tanh, x.value());
+  return make_result("tanh", y, {x}, [y](const Tensor& g, GradSink& grads) {
+    grads.add(0, kernels::binary(BinaryOp::tanh_grad, y, g));
+  });
+}
+
+Variable sigmoid(const Variable& x) {
+  Tensor y = kernels::unary(UnaryOp::sigmoid, x.value());
+  return make_result("sigmoid", y, {x}, [y](const Tensor& g, GradSink& grads) {
+    grads.add(0, kernels::binary(BinaryOp::sigmoid_grad, y, g));
+  });
+}
+
+Variable relu(const Variable& x) {
+  const Tensor x_val = x.value();
+  return make_result("relu", kernels::unary(UnaryOp::relu, x_val), {x}, [x_val](const Tensor& g, GradSink& grads) {
+    grads.add(0, kernels::binary(BinaryOp::relu_grad, x_val, g));
+  });
+}
+
+Variable gelu(const Variable& x) {
+  const Tensor x_val = x.value();
+  return make_result("gelu", kernels::unary(UnaryOp::gelu, x_val), {x}, [x_val](const Tensor& g, GradSink& grads) {
+    grads.add(0, kernels::binary(BinaryOp::gelu_grad, x_val, g));
+  });
+}
+
+}  // namespace ag

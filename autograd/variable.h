@@ -1,0 +1,159 @@
+// Variable: a Tensor that takes part in reverse-mode differentiation.
+//
+// Every differentiable op returns a Variable whose `grad_fn` node remembers how to send a
+// gradient back to the op's inputs. The graph is made of nodes only: a node holds edges to the
+// nodes (or leaves) its inputs came from and, in its backward closure, exactly the tensors its
+// backward reads. Intermediate values no closure saved are freed as soon as the user drops them.
+//
+// The contract every op's backward keeps (tested by gradcheck for every op and layer):
+//   * backward ADDS: gradients reaching a leaf are accumulated with +=, never assigned, so
+//     calling backward() twice (with retain_graph) doubles the leaf gradients;
+//   * the gradient handed to input i has exactly input i's shape and dtype (the engine checks
+//     it and throws std::logic_error naming the op otherwise);
+//   * non-leaf gradients live only for the duration of one backward() call.
+//
+// Writing an op (see docs/extending.md):
+//   Variable scale(const Variable& x, double k) {
+//     Tensor y = kernels::affine(x.value(), k, 0.0);
+//     return make_result("scale", std::move(y), {x}, [k](const Tensor& g, GradSink& grads) {
+//       grads.add(0, kernels::affine(g, k, 0.0));
+//     });
+//   }
+#pragma once
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ag {
+
+class Node;
+struct VariableImpl;
+
+class Variable {
+ public:
+  Variable() = default;
+  // A leaf. Parameters and inputs one differentiates with respect to use requires_grad = true.
+  explicit Variable(Tensor value, bool requires_grad = false, std::string name = {});
+
+  bool defined() const { return impl_ != nullptr; }
+  const Tensor& value() const;
+  // Mutable access for optimizers and initialisers (in-place updates of leaves).
+  Tensor& mutable_value();
+  // The accumulated gradient of a leaf; undefined until a backward pass reaches it.
+  const Tensor& grad() const;
+  Tensor& mutable_grad();
+  void set_grad(Tensor grad);
+  // Drops the gradient (the next backward starts it afresh), like PyTorch's set_to_none.
+  void zero_grad();
+
+  bool requires_grad() const;
+  // Only for leaves: op results require grad exactly when one of their inputs does.
+  Variable& set_requires_grad(bool requires_grad);
+  bool is_leaf() const;
+  const std::shared_ptr<Node>& grad_fn() const;
+
+  const std::string& name() const;
+  Variable& set_name(std::string name);
+
+  const Shape& shape() const { return value().shape(); }
+  DType dtype() const { return value().dtype(); }
+  int64_t dim() const { return value().dim(); }
+  int64_t numel() const { return value().numel(); }
+  int64_t size(int64_t axis) const { return value().size(axis); }
+  double item() const { return value().item(); }
+
+  // A new leaf sharing this value's storage, outside the graph.
+  Variable detach() const;
+
+  // Reverse-mode pass from this variable. Without `grad` the variable must hold one element
+  // (the gradient is 1). With retain_graph=false every node is freed after it has run, and a
+  // second backward through it throws std::logic_error.
+  void backward(const Tensor& grad = Tensor(), bool retain_graph = false) const;
+
+  // Identity of the underlying variable (two handles may share one).
+  const VariableImpl* id() const { return impl_.get(); }
+  const std::shared_ptr<VariableImpl>& impl() const { return impl_; }
+  static Variable from_impl(std::shared_ptr<VariableImpl> impl);
+
+ private:
+  void require_defined(const char* op) const;
+  std::shared_ptr<VariableImpl> impl_;
+};
+
+struct VariableImpl {
+  Tensor value;
+  Tensor grad;
+  bool requires_grad = false;
+  std::shared_ptr<Node> grad_fn;  // null for leaves
+  std::string name;
+};
+
+// Where a node's backward puts the gradients of its inputs. Index i is the op's i-th input in
+// the order given to make_result.
+class GradSink {
+ public:
+  // Whether input i needs a gradient at all; skip the work when it does not.
+  bool wants(size_t i) const;
+  // Adds g to input i's gradient. g must have input i's shape and dtype.
+  void add(size_t i, const Tensor& g);
+
+ private:
+  friend void run_backward(const std::vector<Variable>&, const std::vector<Tensor>&, bool);
+  explicit GradSink(Node& node) : node_(node) {}
+  Node& node_;
+};
+
+using BackwardFn = std::function<void(const Tensor& grad_output, GradSink& grads)>;
+
+// Where a gradient goes: the node that produced an input, or the input itself when it is a
+// leaf that requires grad. Empty for inputs that need no gradient.
+struct Edge {
+  std::shared_ptr<Node> node;
+  std::shared_ptr<VariableImpl> leaf;
+  Shape shape;
+  DType dtype = DType::f32;
+  bool active() const { return node != nullptr || leaf != nullptr; }
+};
+
+class Node {
+ public:
+  Node(std::string name, std::vector<Edge> edges, BackwardFn fn)
+      : name_(std::move(name)), edges_(std::move(edges)), fn_(std::move(fn)) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::vector<Edge>& edges() const { return edges_; }
+  bool released() const { return released_; }
+
+ private:
+  friend class GradSink;
+  friend void run_backward(const std::vector<Variable>&, const std::vector<Tensor>&, bool);
+  void release();
+
+  std::string name_;
+  std::vector<Edge> edges_;
+  BackwardFn fn_;
+  bool released_ = false;
+  Tensor pending_;               // gradient gathered for this node's output during one pass
+  bool pending_borrowed_ = false;  // pending_ aliases a tensor someone else owns: copy before +=
+};
+
+// Builds an op's result. When grad mode is on and some input requires grad, the result gets a
+// node named `op` that calls `backward` with the result's gradient; otherwise `backward` (and
+// whatever it captured) is dropped on the spot.
+Variable make_result(const char* op, Tensor value, const std::vector<Variable>& inputs, BackwardFn backward);
+
+// True when grad mode is on and one of `inputs` requires grad: ops use it to skip saving
+// tensors nobody will read.
+bool any_requires_grad(const std::vector<Variable>& inputs);
+
+// Backward from several roots at once (each with its gradient, or none for one-element roots).
+void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>& grads, bool retain_graph);
+
+}  // namespace ag

@@ -1,0 +1,73 @@
+// Numeric kernels on Tensors. Each takes inputs of any strides (transposed, sliced and
+// broadcast views are read in place) and returns a new contiguous tensor; none records
+// gradients (that is autograd/'s job). Binary kernels broadcast their operands; both operands
+// must have the same dtype. Errors are std::invalid_argument naming the kernel and the shapes.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace ag::kernels {
+
+// ---- elementwise ----
+enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, abs, square, reciprocal };
+const char* unary_name(UnaryOp op);
+Tensor unary(UnaryOp op, const Tensor& x);
+// y = x * scale + shift
+Tensor affine(const Tensor& x, double scale, double shift);
+// y = x ** exponent
+Tensor pow_scalar(const Tensor& x, double exponent);
+
+// The *_grad entries compute the backward of a unary function from the upstream gradient g
+// (second operand) and the saved forward input x or output y (first operand):
+//   relu_grad(x, g) = g * (x > 0)        gelu_grad(x, g) = g * gelu'(x)
+//   tanh_grad(y, g) = g * (1 - y^2)      sigmoid_grad(y, g) = g * y * (1 - y)
+//   equal(a, b) = 1 where a == b, else 0
+enum class BinaryOp { add, sub, mul, div, pow, maximum, minimum, equal, relu_grad, gelu_grad, tanh_grad, sigmoid_grad };
+const char* binary_name(BinaryOp op);
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+inline Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::add, a, b); }
+inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::sub, a, b); }
+inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::mul, a, b); }
+inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::div, a, b); }
+
+// dst += alpha * src, in place; src must broadcast to dst's shape, same dtype.
+void add_(Tensor& dst, const Tensor& src, double alpha = 1.0);
+
+// out = cond != 0 ? a : b, all three broadcast together (cond has the same dtype as a and b).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// ---- reductions ----
+// `axes` may be negative and must not repeat; an empty list reduces over every axis.
+Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim = false);
+Tensor amax(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim = false);
+// Sums x over the dimensions that broadcasting stretched, giving a tensor of `shape`
+// (the backward of expand). Throws unless `shape` broadcasts to x's shape.
+Tensor sum_to(const Tensor& x, const Shape& shape);
+// Normalised, sorted, de-duplicated axes (all axes for an empty list).
+std::vector<int64_t> reduction_axes(const std::vector<int64_t>& axes, int64_t rank, const char* op);
+// The shape after reducing `axes` (kept as size 1 when keepdim).
+Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& axes, bool keepdim);
+
+// ---- softmax along one axis ----
+// A row that is -inf everywhere (every key masked) gets softmax 0 everywhere, not NaN.
+Tensor softmax(const Tensor& x, int64_t axis);
+Tensor log_softmax(const Tensor& x, int64_t axis);
+// gx = y * (g - sum(g * y))          (y = softmax output)
+Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t axis);
+// gx = g - exp(y) * sum(g)           (y = log_softmax output)
+Tensor log_softmax_backward(const Tensor& y, const Tensor& g, int64_t axis);
+
+// ---- matrix products (OpenBLAS) ----
+// a: (..., M, K), b: (..., K, N) -> (..., M, N), batch dimensions broadcast. Operands whose last
+// two dimensions are a transposed view go to BLAS with CblasTrans instead of being copied.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- concatenation ----
+Tensor concat(const std::vector<Tensor>& parts, int64_t axis);
+
+}  // namespace ag::kernels

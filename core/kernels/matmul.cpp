@@ -1,0 +1,132 @@
+// Matrix products through OpenBLAS. Each operand's last two dimensions are handed to BLAS as
+// they lie in memory: row-major (stride (ld, 1)) as CblasNoTrans, a transposed view
+// (stride (1, ld)) as CblasTrans; anything else is copied to contiguous first.
+#include <cblas.h>
+
+#include <string>
+
+#include "core/kernels.h"
+
+namespace ag::kernels {
+
+namespace {
+
+struct BlasOperand {
+  Tensor t;  // possibly a contiguous copy of the caller's tensor
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  int64_t ld = 0;
+};
+
+// rows x cols are the logical sizes of the last two dimensions.
+BlasOperand as_blas_operand(const Tensor& x) {
+  const int64_t r = x.dim();
+  const int64_t rows = x.shape()[r - 2];
+  const int64_t cols = x.shape()[r - 1];
+  const int64_t s_row = x.strides()[static_cast<size_t>(r - 2)];
+  const int64_t s_col = x.strides()[static_cast<size_t>(r - 1)];
+  if ((s_col == 1 || cols == 1) && s_row >= std::max<int64_t>(cols, 1)) return {x, CblasNoTrans, s_row};
+  if ((s_row == 1 || rows == 1) && s_col >= std::max<int64_t>(rows, 1)) return {x, CblasTrans, s_col};
+  Tensor c = x.clone();
+  return {c, CblasNoTrans, std::max<int64_t>(cols, 1)};
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (!a.defined() || !b.defined()) throw std::invalid_argument("matmul: an input tensor is undefined");
+  if (a.dim() < 2 || b.dim() < 2) {
+    throw std::invalid_argument("matmul: both operands need at least 2 dimensions: a=" + a.shape().str() +
+                                " b=" + b.shape().str());
+  }
+  if (a.dtype() != b.dtype()) {
+    throw std::invalid_argument(std::string("matmul: dtypes differ: a=") + dtype_name(a.dtype()) + " " +
+                                a.shape().str() + " b=" + dtype_name(b.dtype()) + " " + b.shape().str());
+  }
+  const int64_t m = a.shape()[-2];
+  const int64_t k = a.shape()[-1];
+  const int64_t n = b.shape()[-1];
+  if (b.shape()[-2] != k) {
+    throw std::invalid_argument("matmul: inner dimensions differ: a=" + a.shape().str() + " b=" + b.shape().str());
+  }
+  const Shape a_batch(std::vector<int64_t>(a.shape().begin(), a.shape().end() - 2));
+  const Shape b_batch(std::vector<int64_t>(b.shape().begin(), b.shape().end() - 2));
+  Shape batch;
+  try {
+    batch = broadcast_shapes(a_batch, b_batch, "matmul");
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("matmul: batch dimensions do not broadcast: a=" + a.shape().str() +
+                                " b=" + b.shape().str());
+  }
+  Shape a_full = batch, b_full = batch, out_shape = batch;
+  a_full.push_back(m); a_full.push_back(k);
+  b_full.push_back(k); b_full.push_back(n);
+  out_shape.push_back(m); out_shape.push_back(n);
+
+  const BlasOperand A = as_blas_operand(a.expand(a_full));
+  const BlasOperand B = as_blas_operand(b.expand(b_full));
+  Tensor out(out_shape, a.dtype());
+  if (out.numel() == 0) return out;
+  if (k == 0) return out.fill_(0.0);
+
+  const int64_t nb = batch.numel();
+  const int64_t rank = batch.rank();
+  dispatch(a.dtype(), [&]<typename T>(T) {
+    const T* pa = A.t.data<T>();
+    const T* pb = B.t.data<T>();
+    T* po = out.data<T>();
+    std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+    for (int64_t bi = 0; bi < nb; ++bi) {
+      int64_t oa = 0, ob = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        oa += idx[static_cast<size_t>(d)] * A.t.strides()[static_cast<size_t>(d)];
+        ob += idx[static_cast<size_t>(d)] * B.t.strides()[static_cast<size_t>(d)];
+      }
+      T* c = po + bi * m * n;
+      if constexpr (std::is_same_v<T, float>) {
+        cblas_sgemm(CblasRowMajor, A.trans, B.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                    1.0f, pa + oa, static_cast<int>(A.ld), pb + ob, static_cast<int>(B.ld), 0.0f, c,
+                    static_cast<int>(n));
+      } else {
+        cblas_dgemm(CblasRowMajor, A.trans, B.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
+                    1.0, pa + oa, static_cast<int>(A.ld), pb + ob, static_cast<int>(B.ld), 0.0, c,
+                    static_cast<int>(n));
+      }
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[static_cast<size_t>(d)] < batch[d]) break;
+        idx[static_cast<size_t>(d)] = 0;
+      }
+    }
+  });
+  return out;
+}
+
+Tensor concat(const std::vector<Tensor>& parts, int64_t axis_in) {
+  if (parts.empty()) throw std::invalid_argument("concat: needs at least one tensor");
+  const Tensor& first = parts.front();
+  if (!first.defined()) throw std::invalid_argument("concat: input 0 is undefined");
+  const int64_t axis = normalize_axis(axis_in, first.dim(), "concat");
+  Shape shape = first.shape();
+  int64_t total = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& p = parts[i];
+    bool ok = p.defined() && p.dim() == first.dim() && p.dtype() == first.dtype();
+    for (int64_t d = 0; ok && d < first.dim(); ++d) ok = d == axis || p.shape()[d] == first.shape()[d];
+    if (!ok) {
+      throw std::invalid_argument("concat: input " + std::to_string(i) + " " +
+                                  (p.defined() ? p.shape().str() + " " + dtype_name(p.dtype()) : "undefined") +
+                                  " does not match input 0 " + first.shape().str() + " " +
+                                  dtype_name(first.dtype()) + " outside axis " + std::to_string(axis));
+    }
+    total += p.shape()[axis];
+  }
+  shape[axis] = total;
+  Tensor out(shape, first.dtype());
+  int64_t at = 0;
+  for (const Tensor& p : parts) {
+    out.narrow(axis, at, p.shape()[axis]).copy_(p);
+    at += p.shape()[axis];
+  }
+  return out;
+}
+
+}  // namespace ag::kernels

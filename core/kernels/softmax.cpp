@@ -1,0 +1,112 @@
+// Softmax and log-softmax along one axis, with their backward passes.
+// The input is viewed as (outer, n, inner) around the axis; rows of n are strided by `inner`.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/kernels.h"
+
+namespace ag::kernels {
+
+namespace {
+
+struct Layout {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+Layout layout_of(const Shape& shape, int64_t axis) {
+  Layout l;
+  for (int64_t i = 0; i < axis; ++i) l.outer *= shape[i];
+  l.n = shape[axis];
+  for (int64_t i = axis + 1; i < shape.rank(); ++i) l.inner *= shape[i];
+  return l;
+}
+
+// Calls row(in_ptr, out_ptr, n, stride) for each of the outer*inner rows along the axis.
+template <typename T, typename Row>
+void for_each_axis_row(const Layout& l, const T* in, T* out, Row row) {
+  for (int64_t o = 0; o < l.outer; ++o) {
+    for (int64_t i = 0; i < l.inner; ++i) {
+      const int64_t base = o * l.n * l.inner + i;
+      row(in + base, out + base, l.n, l.inner);
+    }
+  }
+}
+
+Tensor softmax_impl(const Tensor& x_in, int64_t axis_in, bool log, const char* op) {
+  if (!x_in.defined()) throw std::invalid_argument(std::string(op) + ": the input tensor is undefined");
+  const int64_t axis = normalize_axis(axis_in, x_in.dim(), op);
+  const Tensor x = x_in.contiguous();
+  Tensor out(x.shape(), x.dtype());
+  const Layout l = layout_of(x.shape(), axis);
+  dispatch(x.dtype(), [&]<typename T>(T) {
+    for_each_axis_row(l, x.data<T>(), out.data<T>(), [log](const T* in, T* o, int64_t n, int64_t s) {
+      T mx = -std::numeric_limits<T>::infinity();
+      for (int64_t j = 0; j < n; ++j) mx = std::max(mx, in[j * s]);
+      if (mx == -std::numeric_limits<T>::infinity()) mx = 0;  // an all -inf row stays finite in the shift
+      T total = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const T e = std::exp(in[j * s] - mx);
+        o[j * s] = e;
+        total += e;
+      }
+      if (log) {
+        const T lse = std::log(total);
+        for (int64_t j = 0; j < n; ++j) o[j * s] = in[j * s] - mx - lse;
+      } else if (total == 0) {  // every entry was -inf (a fully masked row): all-zero weights
+        for (int64_t j = 0; j < n; ++j) o[j * s] = 0;
+      } else {
+        const T inv = 1 / total;
+        for (int64_t j = 0; j < n; ++j) o[j * s] *= inv;
+      }
+    });
+  });
+  return out;
+}
+
+Tensor softmax_backward_impl(const Tensor& y_in, const Tensor& g_in, int64_t axis_in, bool log, const char* op) {
+  if (y_in.shape() != g_in.shape() || y_in.dtype() != g_in.dtype()) {
+    throw std::invalid_argument(std::string(op) + ": output " + y_in.shape().str() + " " + dtype_name(y_in.dtype()) +
+                                " and gradient " + g_in.shape().str() + " " + dtype_name(g_in.dtype()) + " differ");
+  }
+  const int64_t axis = normalize_axis(axis_in, y_in.dim(), op);
+  const Tensor y = y_in.contiguous();
+  const Tensor g = g_in.contiguous();
+  Tensor gx(y.shape(), y.dtype());
+  const Layout l = layout_of(y.shape(), axis);
+  dispatch(y.dtype(), [&]<typename T>(T) {
+    const T* py = y.data<T>();
+    const T* pg = g.data<T>();
+    T* po = gx.data<T>();
+    for (int64_t o = 0; o < l.outer; ++o) {
+      for (int64_t i = 0; i < l.inner; ++i) {
+        const int64_t base = o * l.n * l.inner + i;
+        const int64_t s = l.inner;
+        T dot = 0;
+        if (log) {
+          for (int64_t j = 0; j < l.n; ++j) dot += pg[base + j * s];
+          for (int64_t j = 0; j < l.n; ++j) po[base + j * s] = pg[base + j * s] - std::exp(py[base + j * s]) * dot;
+        } else {
+          for (int64_t j = 0; j < l.n; ++j) dot += pg[base + j * s] * py[base + j * s];
+          for (int64_t j = 0; j < l.n; ++j) po[base + j * s] = py[base + j * s] * (pg[base + j * s] - dot);
+        }
+      }
+    }
+  });
+  return gx;
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, int64_t axis) { return softmax_impl(x, axis, false, "softmax"); }
+Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_impl(x, axis, true, "log_softmax"); }
+
+Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t axis) {
+  return softmax_backward_impl(y, g, axis, false, "softmax_backward");
+}
+Tensor log_softmax_backward(const Tensor& y, const Tensor& g, int64_t axis) {
+  return softmax_backward_impl(y, g, axis, true, "log_softmax_backward");
+}
+
+}  // namespace ag::kernels

@@ -1,0 +1,68 @@
+#include "core/shape.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace ag {
+
+int64_t Shape::numel() const {
+  int64_t n = 1;
+  for (int64_t d : dims_) n *= d;
+  return n;
+}
+
+std::string Shape::str() const {
+  std::ostringstream os;
+  os << '(';
+  for (size_t i = 0; i < dims_.size(); ++i) os << (i ? ", " : "") << dims_[i];
+  if (dims_.size() == 1) os << ',';
+  os << ')';
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape) { return os << shape.str(); }
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const int64_t rank = std::max(a.rank(), b.rank());
+  std::vector<int64_t> out(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.rank() ? 1 : a[i - (rank - a.rank())];
+    const int64_t db = i < rank - b.rank() ? 1 : b[i - (rank - b.rank())];
+    if (da != db && da != 1 && db != 1) {
+      throw std::invalid_argument(std::string(op) + ": shapes do not broadcast: a=" + a.str() +
+                                  " b=" + b.str() + " (dimension " + std::to_string(i) + ": " +
+                                  std::to_string(da) + " vs " + std::to_string(db) + ")");
+    }
+    out[static_cast<size_t>(i)] = da == 1 ? db : da;
+  }
+  return Shape(std::move(out));
+}
+
+bool broadcastable_to(const Shape& from, const Shape& to) {
+  if (from.rank() > to.rank()) return false;
+  const int64_t lead = to.rank() - from.rank();
+  for (int64_t i = 0; i < from.rank(); ++i) {
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  }
+  return true;
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
+  if (axis < -rank || axis >= rank) {
+    throw std::invalid_argument(std::string(op) + ": axis " + std::to_string(axis) +
+                                " is out of range for a tensor of rank " + std::to_string(rank));
+  }
+  return axis < 0 ? axis + rank : axis;
+}
+
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(static_cast<size_t>(shape.rank()));
+  int64_t s = 1;
+  for (int64_t i = shape.rank() - 1; i >= 0; --i) {
+    strides[static_cast<size_t>(i)] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+}  // namespace ag

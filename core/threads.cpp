@@ -1,0 +1,17 @@
+#include "core/threads.h"
+
+#include <cblas.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace ag {
+
+void set_num_threads(int n) {
+  if (n < 1) throw std::invalid_argument("set_num_threads: need at least 1 thread, got " + std::to_string(n));
+  openblas_set_num_threads(n);
+}
+
+int num_threads() { return openblas_get_num_threads(); }
+
+}  // namespace ag
