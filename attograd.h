@@ -7,3 +7,4 @@
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
 #include "autograd/variable.h"
+#include "autograd/nn_ops.h"
