@@ -25,6 +25,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -152,6 +153,11 @@ Variable make_result(const char* op, Tensor value, const std::vector<Variable>& 
 // True when grad mode is on and one of `inputs` requires grad: ops use it to skip saving
 // tensors nobody will read.
 bool any_requires_grad(const std::vector<Variable>& inputs);
+
+// Named collections, in registration order with dotted names ("blocks.0.attn.w_q.weight"):
+// what Module::named_parameters() and state_dict() return and what optimizers consume.
+using NamedVariables = std::vector<std::pair<std::string, Variable>>;
+using StateDict = std::vector<std::pair<std::string, Tensor>>;
 
 // Backward from several roots at once (each with its gradient, or none for one-element roots).
 void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>& grads, bool retain_graph);
