@@ -1,5 +1,7 @@
 // Storage: one 64-byte aligned block of memory shared by every tensor that views it.
 // A Tensor holds a std::shared_ptr<Storage>; views (transpose, slice, expand ...) share it.
+// Freed blocks go to a process-wide cache keyed by size and are reused by the next allocation
+// of that size (release_cached_memory() hands them back to the system).
 #pragma once
 
 #include <cstddef>
@@ -25,5 +27,8 @@ class Storage {
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+// Returns every cached free block to the system.
+void release_cached_memory();
 
 }  // namespace ag
