@@ -1,0 +1,38 @@
+#include "layers/activation.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "autograd/ops.h"
+
+namespace ag {
+
+const char* activation_name(Activation activation) {
+  switch (activation) {
+    case Activation::relu: return "relu";
+    case Activation::gelu: return "gelu";
+  }
+  return "?";
+}
+
+Variable apply_activation(Activation activation, const Variable& x) {
+  switch (activation) {
+    case Activation::relu: return relu(x);
+    case Activation::gelu: return gelu(x);
+  }
+  throw std::logic_error("apply_activation: unknown activation");
+}
+
+Variable ReLU::forward(const Variable& x) { return relu(x); }
+
+Variable GELU::forward(const Variable& x) { return gelu(x); }
+
+Variable Softmax::forward(const Variable& x) {
+  if (options_.dim < -x.dim() || options_.dim >= x.dim()) {
+    throw std::invalid_argument("Softmax: dim " + std::to_string(options_.dim) + " is out of range for input of shape " +
+                                x.shape().str());
+  }
+  return softmax(x, options_.dim);
+}
+
+}  // namespace ag

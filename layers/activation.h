@@ -1,0 +1,49 @@
+// Parameter-free layers: ReLU, GELU (exact erf form, PyTorch's default) and Softmax along a
+// dimension. Each keeps its input's shape: x: (...) -> (...).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "layers/module.h"
+
+namespace ag {
+
+// Which nonlinearity a feed-forward block uses.
+enum class Activation { relu, gelu };
+const char* activation_name(Activation activation);
+Variable apply_activation(Activation activation, const Variable& x);
+
+class ReLU : public Module {
+ public:
+  Variable forward(const Variable& x);
+  Variable operator()(const Variable& x) { return forward(x); }
+  std::string name() const override { return "ReLU"; }
+};
+
+class GELU : public Module {
+ public:
+  Variable forward(const Variable& x);
+  Variable operator()(const Variable& x) { return forward(x); }
+  std::string name() const override { return "GELU"; }
+};
+
+struct SoftmaxOptions {
+  int64_t dim = -1;
+};
+
+class Softmax : public Module {
+ public:
+  explicit Softmax(const SoftmaxOptions& options = {}) : options_(options) {}
+  explicit Softmax(int64_t dim) : Softmax(SoftmaxOptions{dim}) {}
+  // Axis `dim` must exist in x (std::invalid_argument otherwise).
+  Variable forward(const Variable& x);
+  Variable operator()(const Variable& x) { return forward(x); }
+  const SoftmaxOptions& options() const { return options_; }
+  std::string name() const override { return "Softmax(dim=" + std::to_string(options_.dim) + ")"; }
+
+ private:
+  SoftmaxOptions options_;
+};
+
+}  // namespace ag

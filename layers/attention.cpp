@@ -1,0 +1,163 @@
+#include "layers/attention.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/nn_ops.h"
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+
+void check_scale_options(const char* layer, double scale, double temperature, double dropout) {
+  const bool bad_scale = !(scale >= 0.0) || !std::isfinite(scale);
+  const bool bad_temperature = !(temperature >= 0.0) || !std::isfinite(temperature);
+  if (bad_scale || bad_temperature || (scale > 0.0 && temperature > 0.0) || !(dropout >= 0.0 && dropout <= 1.0)) {
+    std::ostringstream os;
+    os << layer << ": needs scale >= 0 and temperature >= 0 (at most one of them set) and dropout in [0, 1], got scale "
+       << scale << " temperature " << temperature << " dropout " << dropout;
+    throw std::invalid_argument(os.str());
+  }
+}
+
+// The bias in the dtype of the scores: a constant converts, a trained bias must already match.
+Variable bias_as(const AttentionBias& bias, DType dtype, const std::string& layer) {
+  if (bias.empty()) return Variable();
+  const Variable& b = bias.variable();
+  if (b.dtype() == dtype) return b;
+  if (b.requires_grad()) {
+    throw std::invalid_argument(layer + ": the trained bias " + b.shape().str() + " has dtype " + dtype_name(b.dtype()) +
+                                " but the scores are " + dtype_name(dtype));
+  }
+  return Variable(b.value().to(dtype));
+}
+
+MultiHeadAttentionOptions resolved(MultiHeadAttentionOptions o) {
+  if (o.d_model <= 0 || o.n_head <= 0) {
+    throw std::invalid_argument("MultiHeadAttention: d_model and n_head must be positive, got d_model=" +
+                                std::to_string(o.d_model) + " n_head=" + std::to_string(o.n_head));
+  }
+  if ((o.d_k == 0 || o.d_v == 0) && o.d_model % o.n_head != 0) {
+    throw std::invalid_argument("MultiHeadAttention: d_model=" + std::to_string(o.d_model) +
+                                " is not divisible by n_head=" + std::to_string(o.n_head) +
+                                "; set d_k and d_v per head explicitly");
+  }
+  const auto or_default = [](int64_t v, int64_t fallback) { return v == 0 ? fallback : v; };
+  o.d_k = or_default(o.d_k, o.d_model / o.n_head);
+  o.d_v = or_default(o.d_v, o.d_model / o.n_head);
+  o.q_dim = or_default(o.q_dim, o.d_model);
+  o.k_dim = or_default(o.k_dim, o.d_model);
+  o.v_dim = or_default(o.v_dim, o.d_model);
+  if (o.d_k <= 0 || o.d_v <= 0 || o.q_dim <= 0 || o.k_dim <= 0 || o.v_dim <= 0) {
+    throw std::invalid_argument("MultiHeadAttention: sizes must be positive, got d_k=" + std::to_string(o.d_k) +
+                                " d_v=" + std::to_string(o.d_v) + " q_dim=" + std::to_string(o.q_dim) +
+                                " k_dim=" + std::to_string(o.k_dim) + " v_dim=" + std::to_string(o.v_dim));
+  }
+  check_scale_options("MultiHeadAttention", o.scale, o.temperature, o.dropout);
+  return o;
+}
+
+std::unique_ptr<Linear> projection(int64_t in, int64_t out, bool bias) {
+  return std::make_unique<Linear>(LinearOptions{in, out, bias});
+}
+
+}  // namespace
+
+// ---- ScaledDotProductAttention ----
+
+ScaledDotProductAttention::ScaledDotProductAttention(const ScaledDotProductAttentionOptions& options)
+    : options_(options) {
+  check_scale_options("ScaledDotProductAttention", options.scale, options.temperature, options.dropout);
+}
+
+double ScaledDotProductAttention::scale_for(int64_t d_k) const {
+  if (options_.scale > 0.0) return options_.scale;
+  if (options_.temperature > 0.0) return 1.0 / options_.temperature;
+  return 1.0 / std::sqrt(static_cast<double>(d_k));
+}
+
+std::string ScaledDotProductAttention::name() const {
+  std::ostringstream os;
+  os << "ScaledDotProductAttention";
+  if (options_.scale > 0.0) os << "(scale=" << options_.scale << ")";
+  if (options_.temperature > 0.0) os << "(temperature=" << options_.temperature << ")";
+  if (options_.dropout > 0.0) os << "(dropout=" << options_.dropout << ")";
+  return os.str();
+}
+
+AttentionOutput ScaledDotProductAttention::forward(const Variable& q, const Variable& k, const Variable& v,
+                                                   const AttentionMask& mask, const AttentionBias& bias) {
+  const bool ranks = q.dim() == 4 && k.dim() == 4 && v.dim() == 4;
+  if (!ranks || q.shape()[0] != k.shape()[0] || q.shape()[0] != v.shape()[0] || q.shape()[1] != k.shape()[1] ||
+      q.shape()[1] != v.shape()[1] || q.shape()[3] != k.shape()[3] || k.shape()[2] != v.shape()[2]) {
+    throw std::invalid_argument("ScaledDotProductAttention: expected q (B, H, Tq, d_k), k (B, H, Tk, d_k), "
+                                "v (B, H, Tk, d_v), got q=" + q.shape().str() + " k=" + k.shape().str() +
+                                " v=" + v.shape().str());
+  }
+  if (q.dtype() != k.dtype() || q.dtype() != v.dtype()) {
+    throw std::invalid_argument(std::string("ScaledDotProductAttention: dtypes differ: q=") + dtype_name(q.dtype()) +
+                                " k=" + dtype_name(k.dtype()) + " v=" + dtype_name(v.dtype()));
+  }
+  const int64_t B = q.shape()[0], H = q.shape()[1], Tq = q.shape()[2], Tk = k.shape()[2];
+  mask.check("ScaledDotProductAttention", B, H, Tq, Tk);
+  bias.check("ScaledDotProductAttention", B, H, Tq, Tk);
+
+  AttentionOptions op;
+  op.scale = scale_for(q.shape()[3]);
+  op.dropout = options_.dropout;
+  op.training = is_training();
+  const Tensor keep = mask.empty() ? Tensor() : mask.keep_tensor().to(q.dtype());
+  AttentionResult r = scaled_dot_product_attention(q, k, v, keep, bias_as(bias, q.dtype(), name()), op);
+  return {std::move(r.output), std::move(r.weights)};
+}
+
+// ---- MultiHeadAttention ----
+
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options)
+    : options_(resolved(options)),
+      w_q_(register_module("w_q", projection(options_.q_dim, options_.n_head * options_.d_k, options_.bias))),
+      w_k_(register_module("w_k", projection(options_.k_dim, options_.n_head * options_.d_k, options_.bias))),
+      w_v_(register_module("w_v", projection(options_.v_dim, options_.n_head * options_.d_v, options_.bias))),
+      w_o_(register_module("w_o", projection(options_.n_head * options_.d_v, options_.d_model, options_.bias))),
+      attention_(register_module("attention", std::make_unique<ScaledDotProductAttention>(
+                                                  ScaledDotProductAttentionOptions{options_.scale, options_.temperature,
+                                                                                   options_.dropout}))) {}
+
+Variable MultiHeadAttention::split_heads(const Variable& x, int64_t d) const {
+  return permute(reshape(x, {x.shape()[0], x.shape()[1], options_.n_head, d}), {0, 2, 1, 3});
+}
+
+AttentionOutput MultiHeadAttention::forward(const Variable& query, const Variable& key, const Variable& value,
+                                            const AttentionMask& mask, const AttentionBias& bias, bool need_weights) {
+  const MultiHeadAttentionOptions& o = options_;
+  const bool ranks = query.dim() == 3 && key.dim() == 3 && value.dim() == 3;
+  if (!ranks || query.shape()[-1] != o.q_dim || key.shape()[-1] != o.k_dim || value.shape()[-1] != o.v_dim ||
+      query.shape()[0] != key.shape()[0] || key.shape()[0] != value.shape()[0] || key.shape()[1] != value.shape()[1]) {
+    throw std::invalid_argument("MultiHeadAttention: expected query (B, Tq, " + std::to_string(o.q_dim) +
+                                "), key (B, Tk, " + std::to_string(o.k_dim) + "), value (B, Tk, " +
+                                std::to_string(o.v_dim) + "), got query=" + query.shape().str() +
+                                " key=" + key.shape().str() + " value=" + value.shape().str());
+  }
+  const int64_t B = query.shape()[0], Tq = query.shape()[1], Tk = key.shape()[1];
+  mask.check("MultiHeadAttention", B, o.n_head, Tq, Tk);
+  bias.check("MultiHeadAttention", B, o.n_head, Tq, Tk);
+
+  const Variable q = split_heads(w_q_(query), o.d_k);  // (B, H, Tq, d_k)
+  const Variable k = split_heads(w_k_(key), o.d_k);    // (B, H, Tk, d_k)
+  const Variable v = split_heads(w_v_(value), o.d_v);  // (B, H, Tk, d_v)
+  AttentionOutput r = attention_(q, k, v, mask, bias);
+  // (B, H, Tq, d_v) -> (B, Tq, H * d_v): heads side by side, as w_o expects them.
+  const Variable heads = reshape(permute(r.output, {0, 2, 1, 3}), {B, Tq, o.n_head * o.d_v});
+  Variable out = w_o_(heads);
+  // A query that sees nothing gets nothing, not the output projection's bias.
+  const Tensor rows = mask.rows_with_keys();  // (b, 1, q, 1)
+  if (rows.defined()) {
+    out = out * Variable(rows.reshape({rows.shape()[0], rows.shape()[2], 1}).to(out.dtype()));
+  }
+  if (!need_weights) r.weights = Tensor();
+  return {out, r.weights};
+}
+
+}  // namespace ag

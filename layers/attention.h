@@ -1,0 +1,112 @@
+// Attention layers.
+//
+// ScaledDotProductAttention: the fused op of autograd/nn_ops.h as a module (it owns the
+// dropout rate and follows train/eval).
+//   q: (B, H, Tq, d_k), k: (B, H, Tk, d_k), v: (B, H, Tk, d_v)
+//   -> output (B, H, Tq, d_v), weights (B, H, Tq, Tk)
+//   weights = softmax(scale * q k^T + bias, over the keys the mask keeps); output = dropout(weights) v
+// The scale is 1/sqrt(d_k) by default; `scale` sets it directly and `temperature` sets it to
+// 1/temperature (the "temperature = sqrt(d_k)" of many hand-written versions is the default).
+//
+// MultiHeadAttention: projections w_q, w_k, w_v to n_head heads of d_k (queries, keys) and d_v
+// (values), attention per head, concatenation, and the output projection w_o.
+//   query: (B, Tq, q_dim), key: (B, Tk, k_dim), value: (B, Tk, v_dim) -> (B, Tq, d_model)
+//   parameters: w_q.weight (n_head*d_k, q_dim), w_k.weight (n_head*d_k, k_dim),
+//               w_v.weight (n_head*d_v, v_dim), w_o.weight (d_model, n_head*d_v), and the
+//               matching .bias vectors when `bias` is on.
+// Self-attention passes the same x three times; cross-attention passes different sequences
+// (Tq != Tk allowed). Masks: see attention_mask.h. A query row that sees no key in any head
+// gets a zero output row (the output bias is not added to it) and zero, finite gradients.
+//
+// The key projection's bias never receives a gradient: it adds the same amount to every score
+// of a query row, which softmax ignores. Gradient checks list it in zero_ok.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "layers/attention_mask.h"
+#include "layers/linear.h"
+#include "layers/module.h"
+
+namespace ag {
+
+struct ScaledDotProductAttentionOptions {
+  double scale = 0.0;        // multiplies q k^T; 0 means 1/sqrt(d_k)
+  double temperature = 0.0;  // divides q k^T instead (scale = 1 / temperature); set at most one
+  double dropout = 0.0;      // on the attention weights, in training only
+};
+
+struct AttentionOutput {
+  Variable output;
+  Tensor weights;  // (B, H, Tq, Tk) after masking and softmax, before dropout; not differentiable
+};
+
+class ScaledDotProductAttention : public Module {
+ public:
+  explicit ScaledDotProductAttention(const ScaledDotProductAttentionOptions& options = {});
+
+  AttentionOutput forward(const Variable& q, const Variable& k, const Variable& v, const AttentionMask& mask = {},
+                          const AttentionBias& bias = {});
+  AttentionOutput operator()(const Variable& q, const Variable& k, const Variable& v, const AttentionMask& mask = {},
+                             const AttentionBias& bias = {}) {
+    return forward(q, k, v, mask, bias);
+  }
+  // The factor applied to q k^T for heads of size d_k.
+  double scale_for(int64_t d_k) const;
+  const ScaledDotProductAttentionOptions& options() const { return options_; }
+  std::string name() const override;
+
+ private:
+  ScaledDotProductAttentionOptions options_;
+};
+
+struct MultiHeadAttentionOptions {
+  int64_t d_model = 0;
+  int64_t n_head = 0;
+  int64_t d_k = 0;    // per head; 0 means d_model / n_head
+  int64_t d_v = 0;    // per head; 0 means d_model / n_head
+  int64_t q_dim = 0;  // input sizes of query, key and value; 0 means d_model
+  int64_t k_dim = 0;
+  int64_t v_dim = 0;
+  bool bias = true;      // in all four projections
+  double dropout = 0.0;  // on the attention weights
+  double scale = 0.0;    // as in ScaledDotProductAttentionOptions
+  double temperature = 0.0;
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  explicit MultiHeadAttention(const MultiHeadAttentionOptions& options);
+
+  // weights is defined only when need_weights is true.
+  AttentionOutput forward(const Variable& query, const Variable& key, const Variable& value,
+                          const AttentionMask& mask = {}, const AttentionBias& bias = {}, bool need_weights = false);
+  // Self-attention: x: (B, T, d_model) -> (B, T, d_model).
+  AttentionOutput forward(const Variable& x, const AttentionMask& mask = {}, const AttentionBias& bias = {},
+                          bool need_weights = false) {
+    return forward(x, x, x, mask, bias, need_weights);
+  }
+
+  // Options with every default resolved (d_k, d_v, q_dim, k_dim, v_dim filled in).
+  const MultiHeadAttentionOptions& options() const { return options_; }
+  Linear& w_q() { return w_q_; }
+  Linear& w_k() { return w_k_; }
+  Linear& w_v() { return w_v_; }
+  Linear& w_o() { return w_o_; }
+  ScaledDotProductAttention& attention() { return attention_; }
+  std::string name() const override { return "MultiHeadAttention"; }
+
+ private:
+  // (B, T, n_head * d) -> (B, n_head, T, d), a view.
+  Variable split_heads(const Variable& x, int64_t d) const;
+
+  MultiHeadAttentionOptions options_;
+  Linear& w_q_;
+  Linear& w_k_;
+  Linear& w_v_;
+  Linear& w_o_;
+  ScaledDotProductAttention& attention_;
+};
+
+}  // namespace ag

@@ -1,0 +1,47 @@
+#include "layers/linear.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/ops.h"
+
+namespace ag {
+
+namespace {
+
+const LinearOptions& checked(const LinearOptions& o) {
+  if (o.in_features <= 0 || o.out_features <= 0) {
+    throw std::invalid_argument("Linear: in_features and out_features must be positive, got in=" +
+                                std::to_string(o.in_features) + " out=" + std::to_string(o.out_features));
+  }
+  return o;
+}
+
+double bound(const LinearOptions& o) { return 1.0 / std::sqrt(static_cast<double>(o.in_features)); }
+
+}  // namespace
+
+Linear::Linear(const LinearOptions& options)
+    : options_(checked(options)),
+      weight_(register_parameter("weight", uniform({options.out_features, options.in_features}, -bound(options),
+                                                   bound(options)))) {
+  if (options_.bias) {
+    bias_ = register_parameter("bias", uniform({options_.out_features}, -bound(options_), bound(options_)));
+  }
+}
+
+Variable Linear::forward(const Variable& x) {
+  if (x.dim() < 1 || x.shape()[-1] != options_.in_features) {
+    throw std::invalid_argument("Linear: input of shape " + x.shape().str() + " does not end in in_features=" +
+                                std::to_string(options_.in_features) + " (weight " + weight_.shape().str() + ")");
+  }
+  require_dtype(x, weight_.dtype(), "input");
+  // A single vector goes through as a one-row matrix.
+  if (x.dim() == 1) return squeeze(forward(unsqueeze(x, 0)), 0);
+  // The transposed weight is a view: BLAS reads it with CblasTrans, nothing is copied.
+  Variable y = matmul(x, transpose(weight_, 0, 1));
+  return bias_.defined() ? y + bias_ : y;
+}
+
+}  // namespace ag

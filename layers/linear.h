@@ -1,0 +1,40 @@
+// Linear: y = x W^T + b, PyTorch's nn.Linear.
+//   x: (..., in_features) -> (..., out_features); weight: (out, in); bias: (out)
+// Init as PyTorch: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in)) (kaiming-uniform with
+// a = sqrt(5)), drawn from default_generator().
+#pragma once
+
+#include <cstdint>
+
+#include "layers/module.h"
+
+namespace ag {
+
+struct LinearOptions {
+  int64_t in_features = 0;
+  int64_t out_features = 0;
+  bool bias = true;
+};
+
+class Linear : public Module {
+ public:
+  explicit Linear(const LinearOptions& options);
+  Linear(int64_t in_features, int64_t out_features, bool bias = true)
+      : Linear(LinearOptions{in_features, out_features, bias}) {}
+
+  Variable forward(const Variable& x);
+  Variable operator()(const Variable& x) { return forward(x); }
+
+  const LinearOptions& options() const { return options_; }
+  // Handles sharing the registered parameters; bias() is undefined when options().bias is false.
+  const Variable& weight() const { return weight_; }
+  const Variable& bias() const { return bias_; }
+  std::string name() const override { return "Linear"; }
+
+ private:
+  LinearOptions options_;
+  Variable weight_;
+  Variable bias_;
+};
+
+}  // namespace ag

@@ -1,0 +1,122 @@
+// Module: the base of every layer. A module owns named parameters (Variables that train),
+// named buffers (Tensors that do not, e.g. a positional-encoding table) and named child
+// modules, all registered in its constructor. Names are joined with dots into the paths that
+// are also checkpoint keys, exactly as in PyTorch's state_dict: "blocks.0.attn.w_q.weight".
+//
+//   class Affine : public Module {
+//    public:
+//     explicit Affine(int64_t n)
+//         : weight_(register_parameter("weight", ones({n}))),
+//           bias_(register_parameter("bias", zeros({n}))) {}
+//     Variable forward(const Variable& x) { return x * weight_ + bias_; }  // x: (..., n)
+//     std::string name() const override { return "Affine"; }
+//    private:
+//     Variable& weight_;
+//     Variable& bias_;
+//   };
+//
+// Invariants:
+//   * the handles returned by register_* stay valid for the module's lifetime; to(dtype) and
+//     load_state_dict() change values in place, so they keep pointing at the live parameter;
+//   * modules are neither copyable nor movable (a parent holds references into its children);
+//   * forward is an ordinary member with whatever signature suits the layer; there is no
+//     virtual forward. train() and eval() run the same code except for dropout.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+
+namespace ag {
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  Module(Module&&) = delete;
+  Module& operator=(Module&&) = delete;
+
+  // Each name must be a non-empty identifier without '.' and unused among this module's
+  // parameters, buffers and children; otherwise std::invalid_argument naming it.
+  Variable& register_parameter(std::string name, Tensor value, bool requires_grad = true);
+  Tensor& register_buffer(std::string name, Tensor value);
+  template <class M>
+  M& register_module(std::string name, std::unique_ptr<M> module);
+
+  // Own entries first, then each child's, in registration order (PyTorch's order).
+  NamedVariables named_parameters() const;
+  std::vector<Variable> parameters() const;
+  std::vector<std::pair<std::string, Tensor>> named_buffers() const;
+  // Direct children only.
+  std::vector<std::pair<std::string, const Module*>> named_children() const;
+
+  // Parameters and buffers by dotted name. The tensors share storage with the module (no
+  // copy): save or clone them before the module changes if a snapshot is needed.
+  StateDict state_dict() const;
+  // Copies every tensor into the matching parameter or buffer (converting to the module's
+  // dtype). Checks everything before copying anything: a wrongly shaped tensor is always an
+  // error; with `strict`, so are missing and unexpected names. The std::invalid_argument
+  // names every offending tensor with its shape.
+  void load_state_dict(const StateDict& state, bool strict = true);
+
+  // Sets training mode on this module and every descendant (dropout is active in training).
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  // Drops every parameter's gradient (the next backward starts it afresh).
+  void zero_grad();
+  // Converts every parameter and buffer, in place, so that the handles stay valid.
+  void to(DType dtype);
+
+  // A tree of modules, one line per parameter with its shape, and the totals.
+  std::string summary() const;
+  // Elements over all parameters (trainable or not), as PyTorch's sum(p.numel()).
+  int64_t num_parameters() const;
+
+  // Type name shown in the summary.
+  virtual std::string name() const { return "Module"; }
+
+ protected:
+  // For layers: throws std::invalid_argument unless x has `dtype`, naming the layer and the
+  // fix (modules start in f32; to(DType::f64) converts them).
+  void require_dtype(const Variable& x, DType dtype, const char* what) const;
+
+ private:
+  struct Child {
+    std::string name;
+    std::unique_ptr<Module> module;
+  };
+  void check_new_name(const std::string& name, const char* kind) const;
+  void add_child(std::string name, std::unique_ptr<Module> module);
+  // Records this module's dotted path ("blocks.0.") below and renames the parameters to
+  // their full paths, so gradcheck reports and errors show "blocks.0.attn.w_q.weight".
+  void set_path(const std::string& path);
+  void collect_parameters(const std::string& prefix, NamedVariables& out) const;
+  void collect_buffers(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const;
+  void summarize(const std::string& label, int depth, std::string& out) const;
+
+  // deques: push_back keeps references to existing elements valid.
+  std::deque<std::pair<std::string, Variable>> parameters_;
+  std::deque<std::pair<std::string, Tensor>> buffers_;
+  std::deque<Child> children_;
+  std::string path_;  // "" for a root, "parent.child." once registered
+  bool training_ = true;
+};
+
+template <class M>
+M& Module::register_module(std::string name, std::unique_ptr<M> module) {
+  static_assert(std::is_base_of_v<Module, M>, "register_module: M must derive from ag::Module");
+  M* handle = module.get();
+  add_child(std::move(name), std::move(module));  // throws (naming it) for a null module
+  return *handle;
+}
+
+}  // namespace ag
