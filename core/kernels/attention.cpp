@@ -1,0 +1,306 @@
+// Scaled dot-product attention, forward and backward, one (batch, head) slice at a time:
+//
+//   S = scale * Q K^T (+ bias), masked where keep == 0      (Tq, Tk)
+//   P = softmax over keys (a row with no kept key is all zero)
+//   O = dropout(P) V                                         (Tq, Dv)
+// backward, with Pd = dropout(P) and dPd = dO V^T:
+//   dV = Pd^T dO,   dP = dropout(dPd),   dS = P * (dP - rowsum(dP * P))
+//   dQ = scale * dS K,   dK = scale * dS^T Q
+//
+// Every product goes to BLAS straight from the operands' memory: a matrix whose rows or
+// columns are unit-strided is passed with the matching transpose flag and leading dimension,
+// so q/k/v produced by permuting a (B, T, H, D) tensor are read in place. Only the scores of
+// one slice live in scratch memory besides the saved weights; the dropout mask is regenerated
+// from its key rather than stored.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/kernels.h"
+
+namespace ag::kernels {
+
+namespace {
+
+constexpr const char* kOp = "scaled_dot_product_attention";
+
+// How BLAS reads the (rows, cols) matrices of one operand's (b, h) slices.
+struct Operand {
+  Tensor t;  // the caller's tensor, or a contiguous copy when its matrices are not BLAS-readable
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  int64_t ld = 1;
+  int64_t stride_b = 0, stride_h = 0;
+
+  template <typename T>
+  const T* slice(int64_t b, int64_t h) const {
+    return t.data<T>() + b * stride_b + h * stride_h;
+  }
+};
+
+// True when a (rows, cols) matrix with strides (s_row, s_col) can be handed to BLAS as is.
+bool blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, CBLAS_TRANSPOSE& trans, int64_t& ld) {
+  if ((cols == 1 || s_col == 1) && (rows == 1 || s_row >= std::max<int64_t>(cols, 1))) {
+    trans = CblasNoTrans;
+    ld = rows == 1 ? std::max<int64_t>(cols, 1) : s_row;
+    return true;
+  }
+  if ((rows == 1 || s_row == 1) && (cols == 1 || s_col >= std::max<int64_t>(rows, 1))) {
+    trans = CblasTrans;
+    ld = cols == 1 ? std::max<int64_t>(rows, 1) : s_col;
+    return true;
+  }
+  return false;
+}
+
+Operand make_operand(const Tensor& x) {
+  Operand o;
+  o.t = x;
+  const auto fits = [&o] {
+    const Tensor& t = o.t;
+    return blas_layout(t.shape()[2], t.shape()[3], t.strides()[2], t.strides()[3], o.trans, o.ld);
+  };
+  if (!fits()) {
+    o.t = x.clone();
+    fits();
+  }
+  o.stride_b = o.t.strides()[0];
+  o.stride_h = o.t.strides()[1];
+  return o;
+}
+
+CBLAS_TRANSPOSE flipped(CBLAS_TRANSPOSE t) { return t == CblasNoTrans ? CblasTrans : CblasNoTrans; }
+
+// C (m, n, row stride ldc) = alpha * op(A) op(B) + beta * C, with op(A): (m, k), op(B): (k, n).
+template <typename T>
+void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: BLAS's argument checks would reject the zero-sized operands
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    }
+    return;
+  }
+  const auto I = [](int64_t v) { return static_cast<int>(v); };
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta, tb, I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb), beta, c, I(ldc));
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb), beta, c, I(ldc));
+  }
+}
+
+// An optional (B, H, Tq, Tk)-broadcast tensor read through its strides (0 where broadcast).
+template <typename T>
+struct ScoreOperand {
+  const T* data = nullptr;
+  std::vector<int64_t> strides;
+
+  ScoreOperand(const Tensor& t, const Shape& scores) {
+    if (!t.defined()) return;
+    data = t.data<T>();
+    strides = t.expand(scores).strides();
+  }
+  const T* row(int64_t b, int64_t h, int64_t i) const { return data + b * strides[0] + h * strides[1] + i * strides[2]; }
+  int64_t step() const { return strides[3]; }
+};
+
+}  // namespace
+
+void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
+                               const Tensor& bias) {
+  if (!q.defined() || !k.defined() || !v.defined()) {
+    throw std::invalid_argument(std::string(kOp) + ": q, k and v must all be defined");
+  }
+  const std::string shapes = "q=" + q.shape().str() + " k=" + k.shape().str() + " v=" + v.shape().str();
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) {
+    throw std::invalid_argument(std::string(kOp) + ": q, k and v must be 4-D (B, H, T, D): " + shapes);
+  }
+  if (q.dtype() != k.dtype() || q.dtype() != v.dtype()) {
+    throw std::invalid_argument(std::string(kOp) + ": dtypes differ: q=" + dtype_name(q.dtype()) + " k=" +
+                                dtype_name(k.dtype()) + " v=" + dtype_name(v.dtype()) + " (" + shapes + ")");
+  }
+  if (q.shape()[0] != k.shape()[0] || q.shape()[0] != v.shape()[0] || q.shape()[1] != k.shape()[1] ||
+      q.shape()[1] != v.shape()[1]) {
+    throw std::invalid_argument(std::string(kOp) + ": batch and head dimensions (B, H) differ: " + shapes);
+  }
+  if (q.shape()[3] != k.shape()[3]) {
+    throw std::invalid_argument(std::string(kOp) + ": query and key depths Dk differ: " + shapes);
+  }
+  if (k.shape()[2] != v.shape()[2]) {
+    throw std::invalid_argument(std::string(kOp) + ": key and value lengths Tk differ: " + shapes);
+  }
+  const Shape scores{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
+  if (keep.defined() && !broadcastable_to(keep.shape(), scores)) {
+    throw std::invalid_argument(std::string(kOp) + ": keep mask " + keep.shape().str() +
+                                " does not broadcast to the scores (B, H, Tq, Tk) = " + scores.str() + " (" + shapes +
+                                ")");
+  }
+  if (bias.defined()) {
+    if (!broadcastable_to(bias.shape(), scores)) {
+      throw std::invalid_argument(std::string(kOp) + ": bias " + bias.shape().str() +
+                                  " does not broadcast to the scores (B, H, Tq, Tk) = " + scores.str() + " (" +
+                                  shapes + ")");
+    }
+    if (bias.dtype() != q.dtype()) {
+      throw std::invalid_argument(std::string(kOp) + ": bias " + bias.shape().str() + " has dtype " +
+                                  dtype_name(bias.dtype()) + " but q has " + dtype_name(q.dtype()));
+    }
+  }
+}
+
+AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& keep_in,
+                                   const Tensor& bias, double scale, const DropoutMask& dropout) {
+  check_attention_arguments(q_in, k_in, v_in, keep_in, bias);
+  check_dropout_probability(dropout.p, kOp);
+  const int64_t B = q_in.shape()[0], H = q_in.shape()[1], Tq = q_in.shape()[2], Dk = q_in.shape()[3];
+  const int64_t Tk = k_in.shape()[2], Dv = v_in.shape()[3];
+  const Shape scores{B, H, Tq, Tk};
+  const Operand Q = make_operand(q_in), K = make_operand(k_in), V = make_operand(v_in);
+  const Tensor keep = keep_in.defined() ? keep_in.to(q_in.dtype()) : Tensor();
+  AttentionForward out{Tensor(Shape{B, H, Tq, Dv}, q_in.dtype()), Tensor(scores, q_in.dtype())};
+  dispatch(q_in.dtype(), [&]<typename T>(T) {
+    const ScoreOperand<T> mask(keep, scores), add(bias, scores);
+    const T kScale = static_cast<T>(scale);
+    const T drop_scale = static_cast<T>(dropout.scale());
+    const T neg_inf = -std::numeric_limits<T>::infinity();
+    std::vector<T> dropped(dropout.active() ? static_cast<size_t>(Tq * Tk) : 0);
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t slice = b * H + h;
+        T* P = out.weights.data<T>() + slice * Tq * Tk;
+        gemm<T>(Q.trans, flipped(K.trans), Tq, Tk, Dk, kScale, Q.slice<T>(b, h), Q.ld, K.slice<T>(b, h), K.ld, T(0),
+                P, Tk);
+        for (int64_t i = 0; i < Tq; ++i) {
+          T* row = P + i * Tk;
+          if (add.data) {
+            const T* a = add.row(b, h, i);
+            for (int64_t j = 0; j < Tk; ++j) row[j] += a[j * add.step()];
+          }
+          if (mask.data) {
+            const T* m = mask.row(b, h, i);
+            for (int64_t j = 0; j < Tk; ++j) {
+              if (m[j * mask.step()] == T(0)) row[j] = neg_inf;
+            }
+          }
+          T mx = neg_inf;
+          for (int64_t j = 0; j < Tk; ++j) mx = std::max(mx, row[j]);
+          if (mx == neg_inf) {  // every key masked: zero weights, hence a zero output row
+            std::fill(row, row + Tk, T(0));
+            continue;
+          }
+          T total = 0;
+          for (int64_t j = 0; j < Tk; ++j) {
+            row[j] = std::exp(row[j] - mx);
+            total += row[j];
+          }
+          const T inv = 1 / total;
+          for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
+        }
+        const T* weights = P;
+        if (dropout.active()) {
+          const uint64_t base = static_cast<uint64_t>(slice * Tq * Tk);
+          for (int64_t e = 0; e < Tq * Tk; ++e) {
+            dropped[static_cast<size_t>(e)] = dropout.keeps(base + static_cast<uint64_t>(e)) ? P[e] * drop_scale : T(0);
+          }
+          weights = dropped.data();
+        }
+        gemm<T>(CblasNoTrans, V.trans, Tq, Dv, Tk, T(1), weights, Tk, V.slice<T>(b, h), V.ld, T(0),
+                out.output.data<T>() + slice * Tq * Dv, Dv);
+      }
+    }
+  });
+  return out;
+}
+
+AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                                  const Tensor& weights_in, double scale, const DropoutMask& dropout, bool want_q,
+                                  bool want_k, bool want_v, bool want_scores) {
+  // Shapes come from whichever operands were saved: q is needed only for dk, k only for dq.
+  const bool want_scores_path = want_q || want_k || want_scores;
+  // t is (B, H, length, D) with the weights' B and H.
+  const auto fits = [&](const Tensor& t, int64_t length) {
+    return t.defined() && t.dim() == 4 && t.shape()[0] == weights_in.shape()[0] &&
+           t.shape()[1] == weights_in.shape()[1] && t.shape()[2] == length;
+  };
+  const bool weights_ok = weights_in.defined() && weights_in.dim() == 4;
+  if (!weights_ok || !fits(g_in, weights_in.shape()[2]) || (want_q && !fits(k_in, weights_in.shape()[3])) ||
+      (want_k && !fits(q_in, weights_in.shape()[2])) ||
+      (want_scores_path && (!fits(v_in, weights_in.shape()[3]) || v_in.shape()[3] != g_in.shape()[3])) ||
+      (want_q && want_k && q_in.shape()[3] != k_in.shape()[3])) {
+    throw std::invalid_argument(std::string(kOp) + "_backward: gradient " +
+                                (g_in.defined() ? g_in.shape().str() : std::string("undefined")) +
+                                " or saved operands do not match the weights " +
+                                (weights_in.defined() ? weights_in.shape().str() : std::string("undefined")));
+  }
+  const int64_t B = weights_in.shape()[0], H = weights_in.shape()[1];
+  const int64_t Tq = weights_in.shape()[2], Tk = weights_in.shape()[3];
+  const int64_t Dv = g_in.shape()[3];
+  const Tensor weights = weights_in.contiguous();
+  const Operand G = make_operand(g_in);
+  const Operand Q = want_k ? make_operand(q_in) : Operand{};
+  const Operand K = want_q ? make_operand(k_in) : Operand{};
+  const Operand V = want_scores_path ? make_operand(v_in) : Operand{};
+  const int64_t Dk = want_q ? k_in.shape()[3] : want_k ? q_in.shape()[3] : 0;
+  const DType dtype = weights.dtype();
+  AttentionGrads out;
+  if (want_q) out.dq = Tensor(Shape{B, H, Tq, Dk}, dtype);
+  if (want_k) out.dk = Tensor(Shape{B, H, Tk, Dk}, dtype);
+  if (want_v) out.dv = Tensor(Shape{B, H, Tk, Dv}, dtype);
+  if (want_scores) out.dscores = Tensor(weights.shape(), dtype);
+  dispatch(dtype, [&]<typename T>(T) {
+    const T kScale = static_cast<T>(scale);
+    const T drop_scale = static_cast<T>(dropout.scale());
+    const size_t slice_elems = static_cast<size_t>(Tq * Tk);
+    std::vector<T> dropped(dropout.active() && want_v ? slice_elems : 0);
+    std::vector<T> scratch(want_scores_path && !want_scores ? slice_elems : 0);
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t slice = b * H + h;
+        const uint64_t base = static_cast<uint64_t>(slice * Tq * Tk);
+        const T* P = weights.data<T>() + slice * Tq * Tk;
+        const T* dO = G.slice<T>(b, h);
+        if (want_v) {
+          const T* Pd = P;
+          if (dropout.active()) {
+            for (int64_t e = 0; e < Tq * Tk; ++e) {
+              dropped[static_cast<size_t>(e)] = dropout.keeps(base + static_cast<uint64_t>(e)) ? P[e] * drop_scale : T(0);
+            }
+            Pd = dropped.data();
+          }
+          gemm<T>(CblasTrans, G.trans, Tk, Dv, Tq, T(1), Pd, Tk, dO, G.ld, T(0), out.dv.data<T>() + slice * Tk * Dv, Dv);
+        }
+        if (!want_scores_path) continue;
+        T* dS = want_scores ? out.dscores.data<T>() + slice * Tq * Tk : scratch.data();
+        gemm<T>(G.trans, flipped(V.trans), Tq, Tk, Dv, T(1), dO, G.ld, V.slice<T>(b, h), V.ld, T(0), dS, Tk);
+        for (int64_t i = 0; i < Tq; ++i) {
+          T* d = dS + i * Tk;
+          const T* p = P + i * Tk;
+          if (dropout.active()) {
+            const uint64_t row_base = base + static_cast<uint64_t>(i * Tk);
+            for (int64_t j = 0; j < Tk; ++j) d[j] = dropout.keeps(row_base + static_cast<uint64_t>(j)) ? d[j] * drop_scale : T(0);
+          }
+          // Masked keys and fully masked rows have p = 0, so their score gradient is exactly 0.
+          T dot = 0;
+          for (int64_t j = 0; j < Tk; ++j) dot += d[j] * p[j];
+          for (int64_t j = 0; j < Tk; ++j) d[j] = p[j] * (d[j] - dot);
+        }
+        if (want_q) {
+          gemm<T>(CblasNoTrans, K.trans, Tq, Dk, Tk, kScale, dS, Tk, K.slice<T>(b, h), K.ld, T(0),
+                  out.dq.data<T>() + slice * Tq * Dk, Dk);
+        }
+        if (want_k) {
+          gemm<T>(CblasTrans, Q.trans, Tk, Dk, Tq, kScale, dS, Tk, Q.slice<T>(b, h), Q.ld, T(0),
+                  out.dk.data<T>() + slice * Tk * Dk, Dk);
+        }
+      }
+    }
+  });
+  return out;
+}
+
+}  // namespace ag::kernels

@@ -1,0 +1,183 @@
+// Layer normalisation over the trailing axes, forward and backward.
+//
+// x is seen as (rows, n): n = product of the normalised axes. Forward reads each row twice
+// (mean, then the variance of x - mean: the two-pass form stays accurate when |mean| >> std)
+// and writes y in a third sweep; backward needs x, mean and rstd only, rebuilding
+// x_hat = (x - mean) * rstd on the fly instead of keeping it.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "core/kernels.h"
+
+namespace ag::kernels {
+
+namespace {
+
+struct RowLayout {
+  int64_t rows = 1;
+  int64_t n = 1;
+  Shape leading;     // x's axes in front of the normalised ones
+  Shape normalized;  // the normalised axes
+};
+
+RowLayout row_layout(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t normalized_dims) {
+  if (!x.defined()) throw std::invalid_argument("layer_norm: the input tensor is undefined");
+  if (normalized_dims < 1 || normalized_dims > x.dim()) {
+    throw std::invalid_argument("layer_norm: cannot normalise over the last " + std::to_string(normalized_dims) +
+                                " axes of an input of shape " + x.shape().str());
+  }
+  RowLayout l;
+  const int64_t lead = x.dim() - normalized_dims;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d < lead) l.leading.push_back(x.shape()[d]);
+    else l.normalized.push_back(x.shape()[d]);
+  }
+  l.rows = l.leading.numel();
+  l.n = l.normalized.numel();
+  if (l.n == 0) {
+    throw std::invalid_argument("layer_norm: the normalised axes " + l.normalized.str() + " of input " +
+                                x.shape().str() + " hold no elements");
+  }
+  const auto check_affine = [&](const Tensor& t, const char* name) {
+    if (!t.defined()) return;
+    if (t.shape() != l.normalized || t.dtype() != x.dtype()) {
+      throw std::invalid_argument(std::string("layer_norm: ") + name + " " + t.shape().str() + " " +
+                                  dtype_name(t.dtype()) + " does not match the normalised shape " +
+                                  l.normalized.str() + " " + dtype_name(x.dtype()) + " of input " + x.shape().str());
+    }
+  };
+  check_affine(weight, "weight");
+  check_affine(bias, "bias");
+  return l;
+}
+
+}  // namespace
+
+LayerNormForward layer_norm_forward(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
+                                    int64_t normalized_dims, double eps) {
+  const RowLayout l = row_layout(x_in, weight_in, bias_in, normalized_dims);
+  if (!(eps >= 0.0) || !std::isfinite(eps)) {
+    throw std::invalid_argument("layer_norm: eps must be finite and >= 0, got " + std::to_string(eps));
+  }
+  const Tensor x = x_in.contiguous();
+  const Tensor weight = weight_in.defined() ? weight_in.contiguous() : Tensor();
+  const Tensor bias = bias_in.defined() ? bias_in.contiguous() : Tensor();
+  LayerNormForward out{Tensor(x.shape(), x.dtype()), Tensor(l.leading, x.dtype()), Tensor(l.leading, x.dtype())};
+  dispatch(x.dtype(), [&]<typename T>(T) {
+    // Row statistics accumulate in double: f32 sums over wide rows otherwise lose digits.
+    const T* px = x.data<T>();
+    const T* pw = weight.defined() ? weight.data<T>() : nullptr;
+    const T* pb = bias.defined() ? bias.data<T>() : nullptr;
+    T* py = out.y.data<T>();
+    T* pmean = out.mean.data<T>();
+    T* prstd = out.rstd.data<T>();
+    const int64_t n = l.n;
+    const double inv_n = 1.0 / static_cast<double>(n);
+    for (int64_t r = 0; r < l.rows; ++r) {
+      const T* xr = px + r * n;
+      T* yr = py + r * n;
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(xr[j]);
+      const double mu = sum * inv_n;
+      double sq = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const double d = static_cast<double>(xr[j]) - mu;
+        sq += d * d;
+      }
+      const double rs = 1.0 / std::sqrt(sq * inv_n + eps);
+      pmean[r] = static_cast<T>(mu);
+      prstd[r] = static_cast<T>(rs);
+      const T m = static_cast<T>(mu);
+      const T s = static_cast<T>(rs);
+      if (pw && pb) {
+        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s * pw[j] + pb[j];
+      } else if (pw) {
+        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s * pw[j];
+      } else if (pb) {
+        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s + pb[j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s;
+      }
+    }
+  });
+  return out;
+}
+
+LayerNormGrads layer_norm_backward(const Tensor& g_in, const Tensor& x_in, const Tensor& mean_in,
+                                   const Tensor& rstd_in, const Tensor& weight_in, int64_t normalized_dims,
+                                   bool want_x, bool want_weight, bool want_bias) {
+  const RowLayout l = row_layout(x_in, weight_in, Tensor(), normalized_dims);
+  if (!g_in.defined() || g_in.shape() != x_in.shape() || g_in.dtype() != x_in.dtype()) {
+    throw std::invalid_argument("layer_norm_backward: gradient " +
+                                (g_in.defined() ? g_in.shape().str() : std::string("undefined")) +
+                                " does not match input " + x_in.shape().str());
+  }
+  if (mean_in.shape() != l.leading || rstd_in.shape() != l.leading) {
+    throw std::invalid_argument("layer_norm_backward: saved statistics " + mean_in.shape().str() + " / " +
+                                rstd_in.shape().str() + " do not match the leading axes " + l.leading.str() +
+                                " of input " + x_in.shape().str());
+  }
+  const Tensor g = g_in.contiguous();
+  const Tensor x = x_in.contiguous();
+  const Tensor mean = mean_in.contiguous();
+  const Tensor rstd = rstd_in.contiguous();
+  const Tensor weight = weight_in.defined() ? weight_in.contiguous() : Tensor();
+  LayerNormGrads out;
+  if (want_x) out.dx = Tensor(x.shape(), x.dtype());
+  dispatch(x.dtype(), [&]<typename T>(T) {
+    using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+    const int64_t n = l.n;
+    const T* pg = g.data<T>();
+    const T* px = x.data<T>();
+    const T* pw = weight.defined() ? weight.data<T>() : nullptr;
+    const T* pmean = mean.data<T>();
+    const T* prstd = rstd.data<T>();
+    T* pdx = want_x ? out.dx.data<T>() : nullptr;
+    // dweight = sum over rows of g * x_hat, dbias = sum over rows of g: column sums kept in
+    // Acc across all rows, converted once at the end.
+    std::vector<Acc> dw(want_weight ? static_cast<size_t>(n) : 0, Acc(0));
+    std::vector<Acc> db(want_bias ? static_cast<size_t>(n) : 0, Acc(0));
+    const T inv_n = static_cast<T>(1.0 / static_cast<double>(n));
+    for (int64_t r = 0; r < l.rows; ++r) {
+      const T* gr = pg + r * n;
+      const T* xr = px + r * n;
+      const T m = pmean[r];
+      const T s = prstd[r];
+      if (want_weight) {
+        for (int64_t j = 0; j < n; ++j) dw[static_cast<size_t>(j)] += static_cast<Acc>(gr[j] * ((xr[j] - m) * s));
+      }
+      if (want_bias) {
+        for (int64_t j = 0; j < n; ++j) db[static_cast<size_t>(j)] += static_cast<Acc>(gr[j]);
+      }
+      if (!want_x) continue;
+      // With gh = g * weight and x_hat the normalised row:
+      //   dx = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat))
+      Acc sum_gh = 0, sum_gh_xhat = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const T gh = pw ? gr[j] * pw[j] : gr[j];
+        sum_gh += gh;
+        sum_gh_xhat += gh * ((xr[j] - m) * s);
+      }
+      const T mean_gh = static_cast<T>(sum_gh) * inv_n;
+      const T mean_gh_xhat = static_cast<T>(sum_gh_xhat) * inv_n;
+      T* dxr = pdx + r * n;
+      for (int64_t j = 0; j < n; ++j) {
+        const T gh = pw ? gr[j] * pw[j] : gr[j];
+        dxr[j] = s * (gh - mean_gh - (xr[j] - m) * s * mean_gh_xhat);
+      }
+    }
+    const auto finish = [&](const std::vector<Acc>& acc, Tensor& dst) {
+      dst = Tensor(l.normalized, x.dtype());
+      T* p = dst.data<T>();
+      for (int64_t j = 0; j < n; ++j) p[j] = static_cast<T>(acc[static_cast<size_t>(j)]);
+    };
+    if (want_weight) finish(dw, out.dweight);
+    if (want_bias) finish(db, out.dbias);
+  });
+  return out;
+}
+
+}  // namespace ag::kernels
