@@ -1,0 +1,144 @@
+// Batched matmul against a naive triple loop: plain, transposed operands (read by BLAS with
+// CblasTrans), other strided operands, batch broadcasting, in f32 and f64.
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+
+#include "support.h"
+
+namespace bdata = boost::unit_test::data;
+
+namespace ag::testing {
+namespace {
+
+// How an operand of logical shape (..., R, C) is laid out in memory.
+enum class Layout { contiguous, transposed, strided };
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::contiguous: return "contiguous";
+    case Layout::transposed: return "transposed";
+    case Layout::strided: return "strided";
+  }
+  return "?";
+}
+
+// Random values of logical shape `shape`, laid out as asked: `transposed` is the .t() view of a
+// (..., C, R) tensor; `strided` is every other column of a wider tensor (neither layout BLAS
+// reads directly, so the kernel must copy).
+Tensor operand(const Shape& shape, Layout layout, uint64_t seed, DType dtype) {
+  Generator gen(seed);
+  if (layout == Layout::contiguous) return normal(shape, 0.0, 1.0, gen, dtype);
+  Shape wide = shape;
+  if (layout == Layout::transposed) {
+    std::swap(wide[-1], wide[-2]);
+    const Tensor t = normal(wide, 0.0, 1.0, gen, dtype).t();
+    BOOST_REQUIRE(!t.is_contiguous() || shape[-1] == 1 || shape[-2] == 1);
+    return t;
+  }
+  wide[-1] = 2 * shape[-1];
+  return normal(wide, 0.0, 1.0, gen, dtype).slice(-1, 0, wide[-1], 2);
+}
+
+// out[b, i, j] = sum_k a[b, i, k] * b[b, k, j] with explicit broadcasting of the batch index.
+Tensor naive_matmul(const Tensor& a, const Tensor& b) {
+  const int64_t m = a.shape()[-2], k = a.shape()[-1], n = b.shape()[-1];
+  const Shape batch = broadcast_shapes(Shape(std::vector<int64_t>(a.shape().begin(), a.shape().end() - 2)),
+                                       Shape(std::vector<int64_t>(b.shape().begin(), b.shape().end() - 2)));
+  Shape a_full = batch, b_full = batch, out_shape = batch;
+  a_full.push_back(m), a_full.push_back(k);
+  b_full.push_back(k), b_full.push_back(n);
+  out_shape.push_back(m), out_shape.push_back(n);
+  const std::vector<double> va = a.expand(a_full).to_vector(), vb = b.expand(b_full).to_vector();
+  std::vector<double> out(static_cast<size_t>(out_shape.numel()), 0.0);
+  for (int64_t bi = 0; bi < batch.numel(); ++bi) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          s += va[static_cast<size_t>((bi * m + i) * k + p)] * vb[static_cast<size_t>((bi * k + p) * n + j)];
+        }
+        out[static_cast<size_t>((bi * m + i) * n + j)] = s;
+      }
+    }
+  }
+  return from_vector(out, out_shape, DType::f64);
+}
+
+struct MatmulCase {
+  Shape a, b;
+  Layout la, lb;
+};
+std::ostream& operator<<(std::ostream& os, const MatmulCase& c) {
+  return os << c.a << " " << layout_name(c.la) << " @ " << c.b << " " << layout_name(c.lb);
+}
+
+const std::vector<MatmulCase> kCases = {
+    {{3, 4}, {4, 5}, Layout::contiguous, Layout::contiguous},
+    {{3, 4}, {4, 5}, Layout::transposed, Layout::contiguous},
+    {{3, 4}, {4, 5}, Layout::contiguous, Layout::transposed},
+    {{3, 4}, {4, 5}, Layout::transposed, Layout::transposed},
+    {{3, 4}, {4, 5}, Layout::strided, Layout::strided},
+    {{1, 4}, {4, 1}, Layout::contiguous, Layout::contiguous},
+    {{1, 4}, {4, 1}, Layout::transposed, Layout::transposed},
+    {{5, 1}, {1, 3}, Layout::contiguous, Layout::transposed},
+    {{2, 3, 4}, {2, 4, 5}, Layout::contiguous, Layout::contiguous},
+    {{2, 3, 4}, {2, 4, 5}, Layout::transposed, Layout::transposed},
+    {{2, 3, 4}, {4, 5}, Layout::contiguous, Layout::contiguous},     // (B,T,C) @ (C,N)
+    {{2, 3, 4}, {4, 5}, Layout::transposed, Layout::transposed},
+    {{3, 4}, {2, 4, 5}, Layout::contiguous, Layout::transposed},     // matrix against a batch
+    {{2, 1, 3, 4}, {3, 4, 2}, Layout::contiguous, Layout::contiguous},  // batch broadcast both ways
+    {{2, 1, 3, 4}, {1, 3, 4, 2}, Layout::transposed, Layout::strided},
+    {{1, 3, 4}, {2, 4, 5}, Layout::strided, Layout::transposed},
+};
+
+const std::vector<DType> kDTypes = {DType::f32, DType::f64};
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(kernels_matmul)
+
+BOOST_DATA_TEST_CASE(matches_a_naive_triple_loop, bdata::make(kCases) * bdata::make(kDTypes), c, dtype) {
+  const Tensor a = operand(c.a, c.la, 100, dtype);
+  const Tensor b = operand(c.b, c.lb, 200, dtype);
+  const Tensor got = kernels::matmul(a, b);
+  const Tensor want = naive_matmul(a, b);
+  BOOST_TEST(got.dtype() == dtype);
+  BOOST_TEST(got.is_contiguous());
+  const double tol = dtype == DType::f32 ? 1e-5 : 1e-13;
+  BOOST_TEST(max_abs_diff(got, want) <= tol, c << " " << dtype << ": " << max_abs_diff(got, want));
+}
+
+BOOST_AUTO_TEST_CASE(f32_and_f64_agree) {
+  const Tensor a = operand({2, 6, 7}, Layout::transposed, 3, DType::f64);
+  const Tensor b = operand({7, 5}, Layout::contiguous, 4, DType::f64);
+  const Tensor d = kernels::matmul(a, b);
+  const Tensor f = kernels::matmul(a.to(DType::f32), b.to(DType::f32));
+  BOOST_TEST(f.dtype() == DType::f32);
+  BOOST_TEST(max_abs_diff(f, d) <= 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(hand_computed_product) {
+  const Tensor a = from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}, DType::f64);
+  const Tensor b = from_vector(std::vector<double>{7, 8, 9, 10, 11, 12}, {3, 2}, DType::f64);
+  BOOST_TEST(kernels::matmul(a, b).to_vector() == (std::vector<double>{58, 64, 139, 154}));
+  BOOST_TEST(kernels::matmul(b.t(), a.t()).to_vector() == (std::vector<double>{58, 139, 64, 154}));
+}
+
+BOOST_AUTO_TEST_CASE(empty_inner_dimension_gives_zeros) {
+  const Tensor a = zeros({2, 0}, DType::f64);
+  const Tensor b = zeros({0, 3}, DType::f64);
+  const Tensor c = kernels::matmul(a, b);
+  BOOST_TEST(c.shape() == Shape({2, 3}));
+  BOOST_TEST(c.to_vector() == std::vector<double>(6, 0.0));
+}
+
+BOOST_AUTO_TEST_CASE(expanded_operand_is_read_correctly) {
+  // A stride-0 matrix (every row the same) is not something BLAS can take as is.
+  const Tensor row = from_vector(std::vector<double>{1, 2, 3}, {1, 3}, DType::f64);
+  const Tensor a = row.expand({4, 3});
+  const Tensor b = operand({3, 2}, Layout::contiguous, 9, DType::f64);
+  BOOST_TEST(max_abs_diff(kernels::matmul(a, b), naive_matmul(a, b)) <= 1e-13);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace ag::testing
