@@ -202,10 +202,12 @@ void Checker::check_full(const Shape& out_shape) {
       const double orig = xi;
       const double h = step_for(orig);
       NoGradGuard no_grad;
+      // clone, not contiguous: an output that is the input itself (or a view of it) would
+      // otherwise change under the next perturbation.
       xi = orig + h;
-      const Tensor plus = eval().value().contiguous();
+      const Tensor plus = eval().value().clone();
       xi = orig - h;
-      const Tensor minus = eval().value().contiguous();
+      const Tensor minus = eval().value().clone();
       xi = orig;
       const double* pp = plus.data<double>();
       const double* pm = minus.data<double>();
