@@ -1,0 +1,49 @@
+// Crash-safe file replacement: write everything to a temporary file in the target's directory,
+// flush and fsync it, then rename it over the target. A reader sees either the old file or the
+// complete new one, never a half-written file, and a failure at any point leaves the old file
+// untouched and removes the temporary.
+//
+//   AtomicFile out(path);          // creates "<path>.tmp-<pid>-<n>"
+//   out.write(header.data(), header.size());
+//   out.commit();                  // fsync + rename; without commit() the destructor discards
+//
+// Every failure throws std::runtime_error naming the path and the system's reason.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ag {
+
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+
+  void write(const void* data, size_t bytes);
+  void write(std::string_view text) { write(text.data(), text.size()); }
+  // Makes the new contents durable and visible under `path`. Call once.
+  void commit();
+
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return temp_path_; }
+
+ private:
+  void discard() noexcept;
+
+  std::string path_;
+  std::string temp_path_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+// Replaces `path` with `contents` atomically (see AtomicFile).
+void write_file_atomically(const std::string& path, std::string_view contents);
+
+// The whole file as bytes; std::runtime_error naming the path if it cannot be read.
+std::string read_file(const std::string& path);
+
+}  // namespace ag

@@ -1,0 +1,67 @@
+// Checkpoints: everything needed to continue a training run, in one safetensors file.
+//
+//   tensors
+//     <param name>                      each parameter under its dotted name, in its dtype
+//     optimizer/<param name>/step       I64 shape (): updates applied to that parameter
+//     optimizer/<param name>/<slot>     momentum_buffer, exp_avg, exp_avg_sq (parameter's shape)
+//   __metadata__ (string -> string)
+//     format                            "attograd-checkpoint"
+//     format_version                    "1"
+//     optimizer                         "SGD" / "Adam" / "AdamW" (absent without optimizer state)
+//     rng_seed, rng_step, rng_call      the GeneratorState, decimal
+//     data_position                     the next training batch index, decimal
+//     ...                               the caller's extras, e.g. "model" and "task" as JSON text
+//
+// The '/' in optimizer names cannot occur in a dotted module path, so the two never collide,
+// and a PyTorch user can load the parameters with safetensors.torch.load_file and drop the
+// optimizer/ keys.
+//
+// Loading restores in place (the parameters' storage is kept, so views and optimizers holding
+// them stay valid) and checks everything before changing anything: format and version, every
+// parameter present with its dtype and shape, no unknown tensors, an optimizer state of the
+// right kind and shapes. Each problem is a std::runtime_error that starts with
+// "checkpoint '<path>': " and names the tensor or key involved.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "autograd/variable.h"
+#include "core/rng.h"
+#include "train/optim.h"
+
+namespace ag {
+
+inline constexpr int kCheckpointFormatVersion = 1;
+
+// What a checkpoint carries besides the tensors.
+struct CheckpointInfo {
+  int format_version = kCheckpointFormatVersion;
+  std::string optimizer;                         // empty when the file has no optimizer state
+  GeneratorState rng_state;
+  uint64_t data_position = 0;
+  std::map<std::string, std::string> metadata;  // the whole __metadata__, extras included
+};
+
+// Writes parameters, optimizer state, RNG state, data position and `extra_metadata` (whose
+// keys must not be one of the reserved keys above: std::invalid_argument) atomically. Every
+// optimizer parameter must be among `params` (std::invalid_argument otherwise).
+void save_checkpoint(const std::string& path, const NamedVariables& params, const Optimizer& optimizer,
+                     const std::map<std::string, std::string>& extra_metadata, const GeneratorState& rng_state,
+                     uint64_t data_position);
+// The same without optimizer state (a model to evaluate or export).
+void save_checkpoint(const std::string& path, const NamedVariables& params,
+                     const std::map<std::string, std::string>& extra_metadata, const GeneratorState& rng_state,
+                     uint64_t data_position);
+
+// Restores parameters and optimizer state; the file must hold state for this kind of optimizer.
+CheckpointInfo load_checkpoint(const std::string& path, const NamedVariables& params, Optimizer& optimizer);
+// Restores parameters only; optimizer state in the file is ignored.
+CheckpointInfo load_checkpoint(const std::string& path, const NamedVariables& params);
+
+// Reads only the metadata (format, RNG, data position, extras), e.g. to rebuild the model from
+// its configuration before loading the tensors into it.
+CheckpointInfo read_checkpoint_info(const std::string& path);
+
+}  // namespace ag

@@ -1,0 +1,64 @@
+// Reading and writing safetensors files, the format PyTorch, NumPy and Hugging Face tools share:
+//
+//   bytes 0..8      N, the header length, unsigned 64-bit little-endian
+//   bytes 8..8+N    a JSON object: for each tensor  "name": {"dtype": "F32", "shape": [2, 3],
+//                   "data_offsets": [begin, end]}, plus an optional "__metadata__" object
+//                   mapping strings to strings
+//   bytes 8+N..     the data section: every tensor's raw little-endian bytes, row-major, at
+//                   [begin, end) relative to the start of the data section
+//
+// attograd writes and reads F32 and F64 (Tensor) and I64 (Indices). The writer pads the header
+// with spaces so that the data section starts 8-byte aligned, lays the tensors out back to back
+// in the order given, and replaces the file atomically (train/atomic_file.h).
+//
+// The reader trusts nothing: it checks the header length against the file size, parses the JSON
+// strictly, and requires each entry's shape to match its byte range, the ranges to stay inside
+// the data section and to cover it exactly once without overlap. Every problem is a
+// std::runtime_error that starts with "safetensors '<path>': " and says what is wrong.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/indices.h"
+#include "core/tensor.h"
+
+namespace ag {
+
+enum class SafetensorsDType { F32, F64, I64 };
+const char* safetensors_dtype_name(SafetensorsDType dtype);  // "F32", "F64", "I64"
+
+// One named tensor. Floating data lives in `tensor`, integer data in `indices`; the other is
+// left empty.
+struct SafetensorsEntry {
+  std::string name;
+  SafetensorsDType dtype = SafetensorsDType::F32;
+  Tensor tensor;
+  Indices indices;
+
+  Shape shape() const { return dtype == SafetensorsDType::I64 ? indices.shape : tensor.shape(); }
+};
+
+struct SafetensorsFile {
+  std::vector<SafetensorsEntry> entries;  // in data-section order
+  std::map<std::string, std::string> metadata;
+
+  // Appends an entry. Throws std::invalid_argument for an empty, reserved ("__metadata__") or
+  // repeated name, or an undefined tensor.
+  void add(const std::string& name, const Tensor& tensor);
+  void add(const std::string& name, const Indices& indices);
+
+  const SafetensorsEntry* find(const std::string& name) const;
+  bool contains(const std::string& name) const { return find(name) != nullptr; }
+};
+
+// Writes `file` to `path` atomically; std::runtime_error naming the path on any I/O failure
+// (the previous file at `path`, if any, is then unchanged).
+void save_safetensors(const std::string& path, const SafetensorsFile& file);
+
+// Reads and validates a whole file (see the list above).
+SafetensorsFile load_safetensors(const std::string& path);
+
+}  // namespace ag

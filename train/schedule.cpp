@@ -1,0 +1,111 @@
+#include "train/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+
+#include "core/kernels.h"
+
+namespace ag {
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("LrSchedule: " + what); }
+
+// Sum of squares of one gradient, accumulated in double whatever the dtype.
+double squared_norm(const Tensor& g) {
+  const Tensor c = g.contiguous();
+  return dispatch(c.dtype(), [&]<typename T>(T) {
+    const T* p = c.data<T>();
+    double total = 0;
+    for (int64_t i = 0; i < c.numel(); ++i) total += static_cast<double>(p[i]) * static_cast<double>(p[i]);
+    return total;
+  });
+}
+
+}  // namespace
+
+const char* lr_decay_name(LrDecay decay) {
+  switch (decay) {
+    case LrDecay::constant: return "constant";
+    case LrDecay::cosine: return "cosine";
+    case LrDecay::linear: return "linear";
+  }
+  return "?";
+}
+
+LrDecay parse_lr_decay(const std::string& name) {
+  for (LrDecay d : {LrDecay::constant, LrDecay::cosine, LrDecay::linear}) {
+    if (name == lr_decay_name(d)) return d;
+  }
+  throw std::invalid_argument("unknown learning-rate schedule '" + name + "' (choose constant, cosine or linear)");
+}
+
+LrSchedule::LrSchedule(const LrScheduleOptions& options) : options_(options) {
+  const LrScheduleOptions& o = options;
+  if (!std::isfinite(o.lr) || o.lr < 0) bad("lr must be finite and >= 0, got " + std::to_string(o.lr));
+  if (!std::isfinite(o.min_lr) || o.min_lr < 0 || o.min_lr > o.lr) {
+    bad("min_lr must be in [0, lr], got min_lr " + std::to_string(o.min_lr) + " with lr " + std::to_string(o.lr));
+  }
+  if (o.warmup_steps < 0) bad("warmup_steps must be >= 0, got " + std::to_string(o.warmup_steps));
+  if (o.decay != LrDecay::constant && o.total_steps <= o.warmup_steps) {
+    bad(std::string(lr_decay_name(o.decay)) + " decay needs total_steps > warmup_steps, got total_steps " +
+        std::to_string(o.total_steps) + " and warmup_steps " + std::to_string(o.warmup_steps));
+  }
+}
+
+double LrSchedule::at(int64_t step) const {
+  const LrScheduleOptions& o = options_;
+  if (step < 0) bad("step must be >= 0, got " + std::to_string(step));
+  if (step < o.warmup_steps) {
+    return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup_steps);
+  }
+  if (o.decay == LrDecay::constant) return o.lr;
+  const double progress = std::min(1.0, static_cast<double>(step - o.warmup_steps) /
+                                            static_cast<double>(o.total_steps - o.warmup_steps));
+  switch (o.decay) {
+    case LrDecay::constant: return o.lr;
+    case LrDecay::cosine: return o.min_lr + (o.lr - o.min_lr) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
+    case LrDecay::linear: return o.lr - (o.lr - o.min_lr) * progress;
+  }
+  return o.lr;
+}
+
+double grad_norm(const NamedVariables& params) {
+  double total = 0;
+  for (const auto& [name, p] : params) {
+    if (p.defined() && p.grad().defined()) total += squared_norm(p.grad());
+  }
+  return std::sqrt(total);
+}
+
+double clip_grad_norm(const NamedVariables& params, double max_norm, bool error_if_nonfinite) {
+  if (!(max_norm > 0) || !std::isfinite(max_norm)) {
+    throw std::invalid_argument("clip_grad_norm: max_norm must be positive and finite, got " + std::to_string(max_norm));
+  }
+  const double norm = grad_norm(params);
+  if (!std::isfinite(norm) && error_if_nonfinite) {
+    throw std::runtime_error("clip_grad_norm: the total gradient norm is " + std::to_string(norm) + " over " +
+                             std::to_string(params.size()) + " parameters (a NaN or Inf gradient)");
+  }
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef >= 1.0) return norm;  // within bounds; a NaN coefficient falls through and spreads, as in PyTorch
+  for (const auto& [name, p] : params) {
+    if (!p.defined() || !p.grad().defined()) continue;
+    Variable handle = p;  // a handle shares the variable: its gradient is the one to scale
+    Tensor& g = handle.mutable_grad();
+    if (g.is_contiguous()) {
+      dispatch(g.dtype(), [&]<typename T>(T) {
+        T* d = g.data<T>();
+        const T c = static_cast<T>(coef);
+        for (int64_t i = 0; i < g.numel(); ++i) d[i] = d[i] * c;
+      });
+    } else {
+      g.copy_(kernels::affine(g, coef, 0.0));
+    }
+  }
+  return norm;
+}
+
+}  // namespace ag
