@@ -27,7 +27,8 @@ AttentionResult scaled_dot_product_attention(const Variable& q, const Variable& 
     Generator& gen = options.generator ? *options.generator : default_generator();
     mask = kernels::DropoutMask{options.dropout, gen.next_stream()};
   }
-  kernels::AttentionForward f = kernels::attention_forward(q.value(), k.value(), v.value(), keep, bias_val, scale, mask);
+  kernels::AttentionForward f =
+      kernels::attention_forward(q.value(), k.value(), v.value(), keep, bias_val, scale, mask);
 
   // dq reads k, dk reads q; dq, dk and dbias all go through d scores, which reads v.
   const bool gq = any_requires_grad({q}), gk = any_requires_grad({k});

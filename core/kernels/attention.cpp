@@ -105,9 +105,18 @@ struct ScoreOperand {
     data = t.data<T>();
     strides = t.expand(scores).strides();
   }
-  const T* row(int64_t b, int64_t h, int64_t i) const { return data + b * strides[0] + h * strides[1] + i * strides[2]; }
+  const T* row(int64_t b, int64_t h, int64_t i) const {
+    return data + b * strides[0] + h * strides[1] + i * strides[2];
+  }
   int64_t step() const { return strides[3]; }
 };
+
+// dst[e] = src[e] * scale where the mask keeps element base + e, else 0 (dst may be src).
+template <typename T>
+void drop(const T* src, T* dst, int64_t n, uint64_t base, const DropoutMask& dropout) {
+  const T scale = static_cast<T>(dropout.scale());
+  for (int64_t e = 0; e < n; ++e) dst[e] = dropout.keeps(base + static_cast<uint64_t>(e)) ? src[e] * scale : T(0);
+}
 
 }  // namespace
 
@@ -166,7 +175,6 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
   dispatch(q_in.dtype(), [&]<typename T>(T) {
     const ScoreOperand<T> mask(keep, scores), add(bias, scores);
     const T kScale = static_cast<T>(scale);
-    const T drop_scale = static_cast<T>(dropout.scale());
     const T neg_inf = -std::numeric_limits<T>::infinity();
     std::vector<T> dropped(dropout.active() ? static_cast<size_t>(Tq * Tk) : 0);
     for (int64_t b = 0; b < B; ++b) {
@@ -203,10 +211,7 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
         }
         const T* weights = P;
         if (dropout.active()) {
-          const uint64_t base = static_cast<uint64_t>(slice * Tq * Tk);
-          for (int64_t e = 0; e < Tq * Tk; ++e) {
-            dropped[static_cast<size_t>(e)] = dropout.keeps(base + static_cast<uint64_t>(e)) ? P[e] * drop_scale : T(0);
-          }
+          drop(P, dropped.data(), Tq * Tk, static_cast<uint64_t>(slice * Tq * Tk), dropout);
           weights = dropped.data();
         }
         gemm<T>(CblasNoTrans, V.trans, Tq, Dv, Tk, T(1), weights, Tk, V.slice<T>(b, h), V.ld, T(0),
@@ -254,7 +259,6 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
   if (want_scores) out.dscores = Tensor(weights.shape(), dtype);
   dispatch(dtype, [&]<typename T>(T) {
     const T kScale = static_cast<T>(scale);
-    const T drop_scale = static_cast<T>(dropout.scale());
     const size_t slice_elems = static_cast<size_t>(Tq * Tk);
     std::vector<T> dropped(dropout.active() && want_v ? slice_elems : 0);
     std::vector<T> scratch(want_scores_path && !want_scores ? slice_elems : 0);
@@ -267,12 +271,11 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         if (want_v) {
           const T* Pd = P;
           if (dropout.active()) {
-            for (int64_t e = 0; e < Tq * Tk; ++e) {
-              dropped[static_cast<size_t>(e)] = dropout.keeps(base + static_cast<uint64_t>(e)) ? P[e] * drop_scale : T(0);
-            }
+            drop(P, dropped.data(), Tq * Tk, base, dropout);
             Pd = dropped.data();
           }
-          gemm<T>(CblasTrans, G.trans, Tk, Dv, Tq, T(1), Pd, Tk, dO, G.ld, T(0), out.dv.data<T>() + slice * Tk * Dv, Dv);
+          gemm<T>(CblasTrans, G.trans, Tk, Dv, Tq, T(1), Pd, Tk, dO, G.ld, T(0), out.dv.data<T>() + slice * Tk * Dv,
+                  Dv);
         }
         if (!want_scores_path) continue;
         T* dS = want_scores ? out.dscores.data<T>() + slice * Tq * Tk : scratch.data();
@@ -280,10 +283,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
         for (int64_t i = 0; i < Tq; ++i) {
           T* d = dS + i * Tk;
           const T* p = P + i * Tk;
-          if (dropout.active()) {
-            const uint64_t row_base = base + static_cast<uint64_t>(i * Tk);
-            for (int64_t j = 0; j < Tk; ++j) d[j] = dropout.keeps(row_base + static_cast<uint64_t>(j)) ? d[j] * drop_scale : T(0);
-          }
+          if (dropout.active()) drop(d, d, Tk, base + static_cast<uint64_t>(i * Tk), dropout);
           // Masked keys and fully masked rows have p = 0, so their score gradient is exactly 0.
           T dot = 0;
           for (int64_t j = 0; j < Tk; ++j) dot += d[j] * p[j];
