@@ -30,6 +30,22 @@ void check_finite(const Tensor& g, const Node& node, size_t input) {
 
 }  // namespace
 
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> doomed;
+  for (Edge& e : edges_) {
+    if (e.node) doomed.push_back(std::move(e.node));
+  }
+  while (!doomed.empty()) {
+    std::shared_ptr<Node> n = std::move(doomed.back());
+    doomed.pop_back();
+    if (n.use_count() == 1) {  // we hold the last reference: take its children before it dies
+      for (Edge& e : n->edges_) {
+        if (e.node) doomed.push_back(std::move(e.node));
+      }
+    }
+  }
+}
+
 void Node::release() {
   fn_ = nullptr;  // frees everything the closure saved
   edges_.clear();

@@ -125,6 +125,9 @@ class Node {
  public:
   Node(std::string name, std::vector<Edge> edges, BackwardFn fn)
       : name_(std::move(name)), edges_(std::move(edges)), fn_(std::move(fn)) {}
+  // Unlinks the nodes only this one keeps alive iteratively: a long chain freed recursively
+  // would take one stack frame per node.
+  ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
