@@ -29,7 +29,8 @@ Variable GELU::forward(const Variable& x) { return gelu(x); }
 
 Variable Softmax::forward(const Variable& x) {
   if (options_.dim < -x.dim() || options_.dim >= x.dim()) {
-    throw std::invalid_argument("Softmax: dim " + std::to_string(options_.dim) + " is out of range for input of shape " +
+    throw std::invalid_argument("Softmax: dim " + std::to_string(options_.dim) +
+                                " is out of range for input of shape " +
                                 x.shape().str());
   }
   return softmax(x, options_.dim);

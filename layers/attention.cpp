@@ -28,7 +28,8 @@ Variable bias_as(const AttentionBias& bias, DType dtype, const std::string& laye
   const Variable& b = bias.variable();
   if (b.dtype() == dtype) return b;
   if (b.requires_grad()) {
-    throw std::invalid_argument(layer + ": the trained bias " + b.shape().str() + " has dtype " + dtype_name(b.dtype()) +
+    throw std::invalid_argument(layer + ": the trained bias " + b.shape().str() + " has dtype " +
+                                dtype_name(b.dtype()) +
                                 " but the scores are " + dtype_name(dtype));
   }
   return Variable(b.value().to(dtype));

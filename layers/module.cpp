@@ -140,7 +140,9 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     }
     const auto it = targets.find(name);
     if (it == targets.end()) {
-      if (strict) problems.push_back("unexpected tensor '" + name + "' " + (t.defined() ? t.shape().str() : "undefined"));
+      if (strict) {
+        problems.push_back("unexpected tensor '" + name + "' " + (t.defined() ? t.shape().str() : "undefined"));
+      }
     } else if (!t.defined() || t.shape() != it->second->shape()) {
       problems.push_back("tensor '" + name + "' has shape " + (t.defined() ? t.shape().str() : "undefined") +
                          " but the module expects " + it->second->shape().str());

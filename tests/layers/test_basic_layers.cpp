@@ -11,7 +11,9 @@
 namespace ag::testing {
 namespace {
 
-double mean_of(const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+double mean_of(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
 
 double variance_of(const std::vector<double>& v) {
   const double m = mean_of(v);
