@@ -1,0 +1,164 @@
+#include "train/sequence_model.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/ops.h"
+#include "train/json.h"
+
+namespace ag {
+
+namespace {
+
+const SequenceModelOptions& checked(const SequenceModelOptions& options) {
+  validate(options);
+  return options;
+}
+
+TransformerEncoderOptions encoder_options(const SequenceModelOptions& o) {
+  TransformerEncoderOptions e;
+  e.n_layers = o.n_layers;
+  e.block.d_model = o.d_model;
+  e.block.n_head = o.n_head;
+  e.block.d_ff = o.d_ff;
+  e.block.dropout = o.dropout;
+  e.block.norm_first = o.norm_first;
+  return e;
+}
+
+}  // namespace
+
+const char* positional_kind_name(PositionalKind kind) {
+  switch (kind) {
+    case PositionalKind::learned: return "learned";
+    case PositionalKind::sinusoidal: return "sinusoidal";
+  }
+  return "?";
+}
+
+PositionalKind parse_positional_kind(const std::string& name) {
+  for (PositionalKind k : {PositionalKind::learned, PositionalKind::sinusoidal}) {
+    if (name == positional_kind_name(k)) return k;
+  }
+  throw std::invalid_argument("unknown positional embedding '" + name + "' (choose learned or sinusoidal)");
+}
+
+void validate(const SequenceModelOptions& o) {
+  const auto fail = [](const std::string& what) { throw std::invalid_argument("SequenceModel: " + what); };
+  const auto positive = [&](const char* key, int64_t v) {
+    if (v < 1) fail(std::string(key) + " must be >= 1, got " + std::to_string(v));
+  };
+  if (o.vocab < 2) fail("vocab must be >= 2, got " + std::to_string(o.vocab));
+  positive("max_len", o.max_len);
+  positive("d_model", o.d_model);
+  positive("n_head", o.n_head);
+  positive("d_ff", o.d_ff);
+  positive("n_layers", o.n_layers);
+  if (o.d_model % o.n_head != 0) {
+    fail("n_head " + std::to_string(o.n_head) + " does not divide d_model " + std::to_string(o.d_model));
+  }
+  if (!(o.dropout >= 0.0 && o.dropout < 1.0)) {
+    std::ostringstream os;
+    os << "dropout must lie in [0, 1), got " << o.dropout;
+    fail(os.str());
+  }
+}
+
+std::string sequence_model_options_to_json(const SequenceModelOptions& o) {
+  return Json::object({
+                          {"vocab", Json(o.vocab)},
+                          {"max_len", Json(o.max_len)},
+                          {"d_model", Json(o.d_model)},
+                          {"n_head", Json(o.n_head)},
+                          {"d_ff", Json(o.d_ff)},
+                          {"n_layers", Json(o.n_layers)},
+                          {"norm_first", Json(o.norm_first)},
+                          {"dropout", Json(o.dropout)},
+                          {"positional", Json(positional_kind_name(o.positional))},
+                      })
+      .dump();
+}
+
+SequenceModelOptions sequence_model_options_from_json(const std::string& text) {
+  const std::string op = "sequence_model_options_from_json: ";
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const JsonError& e) {
+    throw std::invalid_argument(op + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument(op + "expected an object, got " + text);
+  static constexpr const char* kKnown[] = {"vocab",    "max_len",    "d_model", "n_head",    "d_ff",
+                                           "n_layers", "norm_first", "dropout", "positional"};
+  for (const auto& [key, value] : j.as_object()) {
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
+      throw std::invalid_argument(op + "unknown field \"" + key + "\"");
+    }
+  }
+  const auto field = [&](const char* key) -> const Json& {
+    const Json* v = j.find(key);
+    if (v == nullptr) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
+    return *v;
+  };
+  const auto integer = [&](const char* key) {
+    const Json& v = field(key);
+    if (!v.is_integer()) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
+    return v.as_int();
+  };
+  SequenceModelOptions o;
+  o.vocab = integer("vocab");
+  o.max_len = integer("max_len");
+  o.d_model = integer("d_model");
+  o.n_head = integer("n_head");
+  o.d_ff = integer("d_ff");
+  o.n_layers = integer("n_layers");
+  const Json& norm_first = field("norm_first");
+  if (!norm_first.is_bool()) throw std::invalid_argument(op + "\"norm_first\" must be a boolean, got " + norm_first.dump());
+  o.norm_first = norm_first.as_bool();
+  const Json& dropout = field("dropout");
+  if (!dropout.is_number()) throw std::invalid_argument(op + "\"dropout\" must be a number, got " + dropout.dump());
+  o.dropout = dropout.as_double();
+  const Json& positional = field("positional");
+  if (!positional.is_string()) {
+    throw std::invalid_argument(op + "\"positional\" must be a string, got " + positional.dump());
+  }
+  o.positional = parse_positional_kind(positional.as_string());
+  validate(o);
+  return o;
+}
+
+SequenceModel::SequenceModel(const SequenceModelOptions& options)
+    : options_(checked(options)),
+      embed_(register_module("embed", std::make_unique<Embedding>(options.vocab, options.d_model))),
+      learned_pos_(options.positional == PositionalKind::learned
+                       ? &register_module("pos", std::make_unique<LearnedPositionalEmbedding>(options.max_len,
+                                                                                              options.d_model))
+                       : nullptr),
+      sinusoidal_pos_(options.positional == PositionalKind::sinusoidal
+                          ? &register_module("pos", std::make_unique<SinusoidalPositionalEncoding>(options.d_model,
+                                                                                                   options.max_len))
+                          : nullptr),
+      dropout_(register_module("dropout", std::make_unique<Dropout>(options.dropout))),
+      encoder_(register_module("encoder", std::make_unique<TransformerEncoder>(encoder_options(options)))),
+      head_(register_module("head", std::make_unique<Linear>(options.d_model, options.vocab))) {}
+
+Variable SequenceModel::forward(const Indices& ids, const AttentionMask& mask) {
+  if (ids.shape.rank() != 2 || ids.shape[1] > options_.max_len || ids.shape[1] < 1) {
+    throw std::invalid_argument("SequenceModel: ids of shape " + ids.shape.str() + " must be (B, T) with 1 <= T <= max_len=" +
+                                std::to_string(options_.max_len));
+  }
+  return forward_embedded(embed_(ids), mask);  // the Embedding names any id outside [0, vocab)
+}
+
+Variable SequenceModel::forward_embedded(const Variable& x, const AttentionMask& mask) {
+  if (x.dim() != 3 || x.shape()[-1] != options_.d_model || x.shape()[1] > options_.max_len) {
+    throw std::invalid_argument("SequenceModel: embedded input of shape " + x.shape().str() +
+                                " must be (B, T, d_model=" + std::to_string(options_.d_model) +
+                                ") with T <= max_len=" + std::to_string(options_.max_len));
+  }
+  const Variable positioned = learned_pos_ != nullptr ? learned_pos_->forward(x) : sinusoidal_pos_->forward(x);
+  return head_(encoder_(dropout_(positioned), mask));
+}
+
+}  // namespace ag

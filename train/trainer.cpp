@@ -1,0 +1,463 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/grad_mode.h"
+#include "core/rng.h"
+#include "core/threads.h"
+#include "train/checkpoint.h"
+#include "train/json.h"
+#include "train/losses.h"
+#include "train/plot.h"
+#include "train/progress.h"
+
+namespace ag {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Held-out sequences are generated in batches of at most this many rows: the held-out set then
+// does not depend on the training batch size.
+constexpr int64_t kEvalBatch = 256;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+TaskOptions with_batch(TaskOptions task, int64_t batch) {
+  task.batch_size = batch;
+  return task;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const TrainerOptions& o) {
+  switch (o.optimizer) {
+    case OptimizerKind::sgd:
+      return std::make_unique<SGD>(params, SGDOptions{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay});
+    case OptimizerKind::adam:
+      return std::make_unique<Adam>(params, AdamOptions{.lr = o.lr, .weight_decay = o.weight_decay});
+    case OptimizerKind::adamw:
+      return std::make_unique<AdamW>(params, AdamWOptions{.lr = o.lr, .weight_decay = o.weight_decay});
+  }
+  throw std::logic_error("Trainer: unknown optimizer kind");
+}
+
+LrScheduleOptions schedule_options(const TrainerOptions& o) {
+  return {.lr = o.lr, .min_lr = o.min_lr, .warmup_steps = o.warmup_steps, .total_steps = o.steps, .decay = o.schedule};
+}
+
+// Puts the model in eval mode for one scope and back into the mode it had.
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(Module& m) : module_(m), was_training_(m.is_training()) { m.eval(); }
+  ~EvalModeGuard() { module_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  Module& module_;
+  bool was_training_;
+};
+
+// The first `rows` rows of a (B, T) batch.
+Indices first_rows(const Indices& x, int64_t rows) {
+  const int64_t t = x.shape[1];
+  return Indices(Shape{rows, t}, std::vector<int64_t>(x.data.begin(), x.data.begin() + rows * t));
+}
+
+const std::string& metadata_entry(const std::string& path, const CheckpointInfo& info, const char* key) {
+  const auto it = info.metadata.find(key);
+  if (it == info.metadata.end()) {
+    throw std::runtime_error("checkpoint '" + path + "': __metadata__ has no '" + key +
+                             "' (it was not written by the Trainer)");
+  }
+  return it->second;
+}
+
+// Parses one JSON metadata entry with `parse`, turning its std::invalid_argument into the
+// checkpoint's std::runtime_error.
+template <typename Parse>
+auto parse_entry(const std::string& path, const CheckpointInfo& info, const char* key, Parse parse) {
+  const std::string& text = metadata_entry(path, info, key);
+  try {
+    return parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("checkpoint '" + path + "': metadata '" + key + "' is invalid: " + e.what());
+  } catch (const JsonError& e) {
+    throw std::runtime_error("checkpoint '" + path + "': metadata '" + key + "' is invalid: " + e.what());
+  }
+}
+
+// The metrics window and clock of the run, saved as the "loop" entry.
+struct LoopState {
+  int64_t step = 0;
+  double window_loss_sum = 0;
+  int64_t window_steps = 0;
+  double last_grad_norm = 0;
+  double elapsed_s = 0;
+};
+
+std::string loop_state_to_json(const LoopState& s) {
+  return Json::object({{"step", Json(s.step)},
+                       {"window_loss_sum", Json(s.window_loss_sum)},
+                       {"window_steps", Json(s.window_steps)},
+                       {"last_grad_norm", Json(s.last_grad_norm)},
+                       {"elapsed_s", Json(s.elapsed_s)}})
+      .dump();
+}
+
+LoopState loop_state_from_json(const std::string& text) {
+  const Json j = Json::parse(text);
+  LoopState s;
+  s.step = j.at("step").as_int();
+  s.window_loss_sum = j.at("window_loss_sum").as_double();
+  s.window_steps = j.at("window_steps").as_int();
+  s.last_grad_norm = j.at("last_grad_norm").as_double();
+  s.elapsed_s = j.at("elapsed_s").as_double();
+  if (s.step < 0 || s.window_steps < 0 || s.window_steps > s.step) {
+    throw std::invalid_argument("step " + std::to_string(s.step) + " and window_steps " +
+                                std::to_string(s.window_steps) + " are inconsistent");
+  }
+  return s;
+}
+
+}  // namespace
+
+const char* optimizer_kind_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd: return "sgd";
+    case OptimizerKind::adam: return "adam";
+    case OptimizerKind::adamw: return "adamw";
+  }
+  return "?";
+}
+
+OptimizerKind parse_optimizer_kind(const std::string& name) {
+  for (OptimizerKind k : {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw}) {
+    if (name == optimizer_kind_name(k)) return k;
+  }
+  throw std::invalid_argument("unknown optimizer '" + name + "' (choose sgd, adam or adamw)");
+}
+
+void validate(const TrainerOptions& o) {
+  const auto fail = [](const std::string& what) { throw std::invalid_argument("Trainer: " + what); };
+  if (!(std::isfinite(o.lr) && o.lr > 0)) fail("lr must be positive and finite, got " + number(o.lr));
+  if (!(o.min_lr >= 0 && o.min_lr <= o.lr)) fail("min_lr must lie in [0, lr=" + number(o.lr) + "], got " + number(o.min_lr));
+  if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0)) {
+    fail("weight_decay must be >= 0 and finite, got " + number(o.weight_decay));
+  }
+  if (!(o.momentum >= 0 && o.momentum < 1)) fail("momentum must lie in [0, 1), got " + number(o.momentum));
+  if (o.steps < 1) fail("steps must be >= 1, got " + std::to_string(o.steps));
+  if (o.warmup_steps < 0) fail("warmup_steps must be >= 0, got " + std::to_string(o.warmup_steps));
+  if (o.schedule != LrDecay::constant && o.warmup_steps >= o.steps) {
+    fail("warmup_steps " + std::to_string(o.warmup_steps) + " must be below steps " + std::to_string(o.steps) +
+         " for a " + lr_decay_name(o.schedule) + " decay");
+  }
+  if (!(std::isfinite(o.clip_norm) && o.clip_norm >= 0)) {
+    fail("clip_norm must be >= 0 and finite (0 turns clipping off), got " + number(o.clip_norm));
+  }
+  if (o.eval_every < 1) fail("eval_every must be >= 1, got " + std::to_string(o.eval_every));
+  if (o.eval_sequences < 1) fail("eval_sequences must be >= 1, got " + std::to_string(o.eval_sequences));
+  if (!(o.target_seq_acc > 0)) fail("target_seq_acc must be > 0 (above 1 never stops early), got " + number(o.target_seq_acc));
+  if (o.threads < 1) fail("threads must be >= 1, got " + std::to_string(o.threads));
+  LrSchedule check(schedule_options(o));  // the schedule's own checks
+}
+
+std::string trainer_options_to_json(const TrainerOptions& o) {
+  return Json::object({{"optimizer", Json(optimizer_kind_name(o.optimizer))},
+                       {"lr", Json(o.lr)},
+                       {"min_lr", Json(o.min_lr)},
+                       {"weight_decay", Json(o.weight_decay)},
+                       {"momentum", Json(o.momentum)},
+                       {"warmup_steps", Json(o.warmup_steps)},
+                       {"schedule", Json(lr_decay_name(o.schedule))},
+                       {"steps", Json(o.steps)},
+                       {"clip_norm", Json(o.clip_norm)}})
+      .dump();
+}
+
+TrainerOptions trainer_options_from_json(const std::string& text, const TrainerOptions& base) {
+  const std::string op = "trainer_options_from_json: ";
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const JsonError& e) {
+    throw std::invalid_argument(op + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument(op + "expected an object, got " + text);
+  static constexpr const char* kKnown[] = {"optimizer", "lr",       "min_lr", "weight_decay", "momentum",
+                                           "warmup_steps", "schedule", "steps", "clip_norm"};
+  for (const auto& [key, value] : j.as_object()) {
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
+      throw std::invalid_argument(op + "unknown field \"" + key + "\"");
+    }
+  }
+  const auto field = [&](const char* key, bool (Json::*is)() const, const char* type) -> const Json& {
+    const Json* v = j.find(key);
+    if (v == nullptr) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
+    if (!((*v).*is)()) throw std::invalid_argument(op + "\"" + key + "\" must be " + type + ", got " + v->dump());
+    return *v;
+  };
+  const auto real = [&](const char* key) { return field(key, &Json::is_number, "a number").as_double(); };
+  const auto integer = [&](const char* key) { return field(key, &Json::is_integer, "an integer").as_int(); };
+  const auto text_of = [&](const char* key) { return field(key, &Json::is_string, "a string").as_string(); };
+  TrainerOptions o = base;
+  o.optimizer = parse_optimizer_kind(text_of("optimizer"));
+  o.lr = real("lr");
+  o.min_lr = real("min_lr");
+  o.weight_decay = real("weight_decay");
+  o.momentum = real("momentum");
+  o.warmup_steps = integer("warmup_steps");
+  o.schedule = parse_lr_decay(text_of("schedule"));
+  o.steps = integer("steps");
+  o.clip_norm = real("clip_norm");
+  validate(o);
+  return o;
+}
+
+Trainer::Trainer(SequenceModel& model, const TaskOptions& task, const TrainerOptions& options, TrainerOutputs outputs)
+    : model_(model),
+      task_(task),
+      eval_task_(with_batch(task, std::min(options.eval_sequences > 0 ? options.eval_sequences : 1, kEvalBatch))),
+      options_(options),
+      outputs_(std::move(outputs)),
+      params_(model.named_parameters()),
+      schedule_((validate(options), schedule_options(options))) {
+  const SequenceModelOptions& m = model.options();
+  if (m.vocab != task.vocab_size || m.max_len < task.seq_len) {
+    throw std::invalid_argument("Trainer: the model (vocab " + std::to_string(m.vocab) + ", max_len " +
+                                std::to_string(m.max_len) + ") does not fit the task (vocab " +
+                                std::to_string(task.vocab_size) + ", seq_len " + std::to_string(task.seq_len) + ")");
+  }
+  if (!outputs_.plot_path.empty() && outputs_.log_path.empty()) {
+    throw std::logic_error("Trainer: plot_path '" + outputs_.plot_path + "' needs a log_path (the plot draws the log's rows)");
+  }
+  optimizer_ = make_optimizer(params_, options_);
+  set_num_threads(options_.threads);
+}
+
+Trainer::~Trainer() = default;
+
+StepResult Trainer::train_step() {
+  const int64_t update = step_ + 1;
+  default_generator().set_step(static_cast<uint64_t>(update));
+  const Batch batch = task_.train_batch(static_cast<uint64_t>(step_));
+  model_.train();
+  optimizer_->zero_grad();
+  // logits: (B, T, V), targets: (B, T)
+  const Variable loss = cross_entropy(model_(batch.inputs), batch.targets);
+  StepResult r;
+  r.loss = loss.item();
+  r.lr = schedule_.at(step_);
+  if (!std::isfinite(r.loss)) {
+    throw std::runtime_error("Trainer: the loss of update " + std::to_string(update) + " is " + number(r.loss) +
+                             " at learning rate " + number(r.lr) + ": training diverged (try a lower lr or clip_norm)");
+  }
+  loss.backward();
+  r.grad_norm = options_.clip_norm > 0 ? clip_grad_norm(params_, options_.clip_norm) : grad_norm(params_);
+  optimizer_->set_lr(r.lr);
+  optimizer_->step();
+  step_ = update;
+  return r;
+}
+
+SequenceMetrics Trainer::evaluate() {
+  NoGradGuard no_grad;
+  EvalModeGuard eval_mode(model_);
+  SequenceMetrics total;
+  int64_t remaining = options_.eval_sequences;
+  for (uint64_t i = 0; remaining > 0; ++i) {
+    Batch batch = eval_task_.eval_batch(i);
+    const int64_t rows = std::min(remaining, batch.inputs.shape[0]);
+    if (rows < batch.inputs.shape[0]) {
+      batch.inputs = first_rows(batch.inputs, rows);
+      batch.targets = first_rows(batch.targets, rows);
+    }
+    total += sequence_metrics(model_(batch.inputs).value(), batch.targets);
+    remaining -= rows;
+  }
+  return total;
+}
+
+Indices Trainer::predict(const Indices& inputs) {
+  NoGradGuard no_grad;
+  EvalModeGuard eval_mode(model_);
+  return predict_tokens(model_(inputs).value());
+}
+
+double Trainer::elapsed_s() const { return elapsed_before_s_ + (running_ ? seconds_since(run_start_) : 0.0); }
+
+TrainSummary Trainer::run() {
+  TrainSummary summary;
+  stop_requested_.store(false);
+  run_start_ = Clock::now();
+  running_ = true;
+  struct RunningFlag {
+    Trainer& t;
+    ~RunningFlag() {
+      t.elapsed_before_s_ = t.elapsed_s();
+      t.running_ = false;
+    }
+  } running_flag{*this};
+
+  std::optional<MetricsLog> log;
+  if (!outputs_.log_path.empty()) {
+    if (resumed_) {
+      log.emplace(MetricsLog::resume(outputs_.log_path, step_));
+    } else {
+      log.emplace(outputs_.log_path);
+    }
+  }
+  std::optional<ProgressDisplay> display;
+  if (outputs_.progress != nullptr) display.emplace(*outputs_.progress, outputs_.interactive, options_.eval_every);
+
+  const TaskOptions& t = task_.options();
+  const int64_t tokens_per_step = t.batch_size * t.seq_len;
+  double train_s = 0;
+  bool have_eval = false;
+  ProgressInfo info;
+  info.total_steps = options_.steps;
+  while (step_ < options_.steps) {
+    const Clock::time_point t0 = Clock::now();
+    const StepResult r = train_step();
+    train_s += seconds_since(t0);
+    ++summary.steps_this_run;
+    window_loss_sum_ += r.loss;
+    ++window_steps_;
+    last_grad_norm_ = r.grad_norm;
+    if (outputs_.on_step) outputs_.on_step(step_, r.loss);
+
+    const bool stop = stop_requested_.load();
+    const double tokens_per_s = train_s > 0 ? static_cast<double>(summary.steps_this_run * tokens_per_step) / train_s : 0;
+    info.loss = window_loss_sum_ / static_cast<double>(window_steps_);
+    if (step_ % options_.eval_every == 0 || step_ == options_.steps) {
+      summary.eval = evaluate();
+      have_eval = true;
+      MetricsRow row;
+      row.step = step_;
+      row.train_loss = info.loss;
+      row.eval_loss = summary.eval.loss();
+      row.token_acc = summary.eval.token_accuracy();
+      row.seq_acc = summary.eval.sequence_accuracy();
+      row.lr = r.lr;
+      row.grad_norm = r.grad_norm;
+      row.tokens_per_s = tokens_per_s;
+      row.elapsed_s = elapsed_s();
+      window_loss_sum_ = 0;
+      window_steps_ = 0;
+      if (log) {
+        log->append(row);
+        if (!outputs_.plot_path.empty()) write_metrics_plot(outputs_.plot_path, log->rows(), {.title = outputs_.plot_title});
+      }
+      if (!outputs_.checkpoint_path.empty()) save_checkpoint(outputs_.checkpoint_path);
+      info.token_acc = row.token_acc;
+      info.seq_acc = row.seq_acc;
+      summary.reached_target = row.seq_acc >= options_.target_seq_acc;
+      if (display && outputs_.interactive) {
+        std::ostringstream line;
+        line.setf(std::ios::fixed);
+        line.precision(4);
+        line << "step " << step_ << ": held-out loss " << row.eval_loss;
+        line.precision(1);
+        line << ", token acc " << 100 * row.token_acc << "%, sequence acc " << 100 * row.seq_acc << "%";
+        display->message(line.str());
+      }
+    } else if (stop && !outputs_.checkpoint_path.empty()) {
+      save_checkpoint(outputs_.checkpoint_path);
+    }
+    if (display) {
+      info.step = step_;
+      info.tokens_per_s = tokens_per_s;
+      info.elapsed_s = elapsed_s();
+      display->update(info);
+    }
+    summary.tokens_per_s = tokens_per_s;
+    if (summary.reached_target || stop) {
+      summary.interrupted = stop && !summary.reached_target;
+      break;
+    }
+  }
+  if (!have_eval) summary.eval = evaluate();  // nothing left to train: report where the run stands
+  if (display) display->finish();
+  summary.steps = step_;
+  summary.run_s = seconds_since(run_start_);
+  summary.elapsed_s = elapsed_s();
+  return summary;
+}
+
+std::map<std::string, std::string> Trainer::metadata() const {
+  LoopState loop;
+  loop.step = step_;
+  loop.window_loss_sum = window_loss_sum_;
+  loop.window_steps = window_steps_;
+  loop.last_grad_norm = last_grad_norm_;
+  loop.elapsed_s = elapsed_s();
+  return {{"model", sequence_model_options_to_json(model_.options())},
+          {"task", task_options_to_json(task_.options())},
+          {"trainer", trainer_options_to_json(options_)},
+          {"loop", loop_state_to_json(loop)}};
+}
+
+void Trainer::save_checkpoint(const std::string& path) const {
+  ::ag::save_checkpoint(path, params_, *optimizer_, metadata(), default_generator().state(), static_cast<uint64_t>(step_));
+}
+
+CheckpointConfig read_checkpoint_config(const std::string& path) {
+  const CheckpointInfo info = read_checkpoint_info(path);
+  CheckpointConfig c;
+  c.model = parse_entry(path, info, "model", sequence_model_options_from_json);
+  c.task = parse_entry(path, info, "task", task_options_from_json);
+  c.trainer = parse_entry(path, info, "trainer", [](const std::string& s) { return trainer_options_from_json(s); });
+  c.step = parse_entry(path, info, "loop", loop_state_from_json).step;
+  if (static_cast<uint64_t>(c.step) != info.data_position) {
+    throw std::runtime_error("checkpoint '" + path + "': loop step " + std::to_string(c.step) +
+                             " differs from data_position " + std::to_string(info.data_position));
+  }
+  return c;
+}
+
+void Trainer::resume(const std::string& path) {
+  // Check the whole configuration before anything changes.
+  const CheckpointInfo info = read_checkpoint_info(path);
+  const auto require_same = [&](const char* key, const std::string& file_json, const std::string& ours) {
+    if (file_json != ours) {
+      throw std::runtime_error("checkpoint '" + path + "': its " + key + " configuration " + file_json +
+                               " differs from this trainer's " + ours);
+    }
+  };
+  require_same("model",
+               sequence_model_options_to_json(parse_entry(path, info, "model", sequence_model_options_from_json)),
+               sequence_model_options_to_json(model_.options()));
+  require_same("task", task_options_to_json(parse_entry(path, info, "task", task_options_from_json)),
+               task_options_to_json(task_.options()));
+  require_same("trainer",
+               trainer_options_to_json(parse_entry(path, info, "trainer",
+                                                   [](const std::string& s) { return trainer_options_from_json(s); })),
+               trainer_options_to_json(options_));
+  const LoopState loop = parse_entry(path, info, "loop", loop_state_from_json);
+  if (static_cast<uint64_t>(loop.step) != info.data_position) {
+    throw std::runtime_error("checkpoint '" + path + "': loop step " + std::to_string(loop.step) +
+                             " differs from data_position " + std::to_string(info.data_position));
+  }
+
+  const CheckpointInfo loaded = load_checkpoint(path, params_, *optimizer_);
+  default_generator().set_state(loaded.rng_state);
+  step_ = loop.step;
+  window_loss_sum_ = loop.window_loss_sum;
+  window_steps_ = loop.window_steps;
+  last_grad_norm_ = loop.last_grad_norm;
+  elapsed_before_s_ = loop.elapsed_s;
+  resumed_ = true;
+}
+
+}  // namespace ag
