@@ -1,0 +1,229 @@
+#include "examples/parity/parity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <stdexcept>
+
+#include "examples/parity/modules.h"
+
+namespace ag::parity {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// A row for a result attograd could not produce (no backward after a wrong output shape).
+TensorComparison not_computed(const std::string& name, const Tensor& expected, Tolerance tolerance,
+                              const std::string& why) {
+  TensorComparison c;
+  c.name = name;
+  c.shape = expected.shape();
+  c.max_abs_error = c.max_rel_error = kInf;
+  c.tolerance = tolerance;
+  c.problem = why;
+  return c;
+}
+
+std::string scientific(double v) {
+  if (std::isinf(v)) return "inf";
+  if (std::isnan(v)) return "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", v);
+  return buf;
+}
+
+std::string padded(const std::string& s, size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+void print_usage(std::ostream& out) {
+  out << "usage: torch_parity [--quiet] FILE...\n"
+         "Runs PyTorch parity fixtures (docs/parity.md) through attograd and compares every output and\n"
+         "gradient: float64 within atol 1e-10 + rtol 1e-8 * |expected|, float32 within 1e-5 + 1e-4 * |expected|.\n"
+         "  --quiet   print the tables of failing fixtures only, and the summary\n"
+         "Exit status: 0 all tensors pass, 1 some tensor fails, 2 a malformed fixture or a bad command line.\n"
+         "Supported modules:";
+  for (const std::string& m : supported_modules()) out << ' ' << m;
+  out << '\n';
+}
+
+}  // namespace
+
+Tolerance tolerance_for(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return {1e-5, 1e-4};
+    case DType::f64: return {1e-10, 1e-8};
+  }
+  return {};
+}
+
+TensorComparison compare_tensors(const std::string& name, const Tensor& actual, const Tensor& expected,
+                                 Tolerance tolerance) {
+  TensorComparison c;
+  c.name = name;
+  c.shape = expected.shape();
+  c.tolerance = tolerance;
+  if (!actual.defined() || actual.shape() != expected.shape()) {
+    c.max_abs_error = c.max_rel_error = kInf;
+    c.problem = "attograd's result has shape " + (actual.defined() ? actual.shape().str() : std::string("(none)")) +
+                ", expected " + expected.shape().str();
+    return c;
+  }
+  const std::vector<double> a = actual.to_vector(), e = expected.to_vector();
+  bool within = true;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(e[i])) {
+      c.problem = "the expected value at flat index " + std::to_string(i) + " is not finite";
+      within = false;
+      c.max_abs_error = c.max_rel_error = kInf;
+      continue;
+    }
+    const double diff = std::abs(a[i] - e[i]);  // NaN when a[i] is NaN
+    if (!(diff <= tolerance.atol + tolerance.rtol * std::abs(e[i]))) within = false;
+    if (std::isnan(diff)) {
+      c.problem = "attograd's value at flat index " + std::to_string(i) + " is NaN";
+      c.max_abs_error = c.max_rel_error = kInf;
+      continue;
+    }
+    c.max_abs_error = std::max(c.max_abs_error, diff);
+    // Expectations at the noise floor (a gradient PyTorch leaves at 1e-17 where ours is exactly
+    // zero) are judged by atol alone; dividing by them would report noise as a huge ratio.
+    if (std::abs(e[i]) > tolerance.atol) c.max_rel_error = std::max(c.max_rel_error, diff / std::abs(e[i]));
+  }
+  c.passed = within;
+  return c;
+}
+
+bool FixtureResult::passed() const {
+  return !comparisons.empty() &&
+         std::all_of(comparisons.begin(), comparisons.end(), [](const TensorComparison& c) { return c.passed; });
+}
+
+FixtureResult run_fixture(const Fixture& f) {
+  FixtureResult r;
+  r.label = f.label();
+  r.module = f.module();
+  r.dtype = f.dtype_text();
+  r.mode = f.training() ? "train" : "eval";
+  r.note = f.metadata("note");
+  try {
+    if (f.module() == "TrainingRun") {
+      r.comparisons = run_training(f);
+      f.check_all_used();
+      return r;
+    }
+    const Tolerance tolerance = tolerance_for(f.dtype());
+    ModuleRun run = run_module(f);
+    const Tensor expected = f.tensor("expect.output");
+    r.comparisons.push_back(compare_tensors("output", run.output.value(), expected, tolerance));
+    for (const auto& [name, value] : run.extras) {
+      r.comparisons.push_back(compare_tensors(name, value, f.tensor("expect." + name), tolerance));
+    }
+    if (f.has("grad.output")) {
+      const Tensor grad = f.tensor("grad.output");
+      if (grad.shape() != expected.shape()) {
+        f.fail("grad.output " + grad.shape().str() + " must have expect.output's shape " + expected.shape().str());
+      }
+      const bool backward = run.output.shape() == grad.shape() && run.output.requires_grad();
+      if (backward) run.output.backward(grad);
+      const auto check = [&](const std::string& what, const std::string& name, const Variable& v) {
+        const std::string key = "expect.grad." + what + "." + name;
+        if (!f.has(key)) {
+          f.fail("grad.output is given but '" + key + "' is missing: state the gradient of every parameter and input");
+        }
+        const Tensor want = f.tensor(key);
+        if (!backward) {
+          r.comparisons.push_back(not_computed("grad." + what + "." + name, want, tolerance,
+                                               "no backward: the output has the wrong shape or needs no gradient"));
+          return;
+        }
+        // A parameter the output does not depend on has no gradient yet: PyTorch's zeros.
+        const Tensor got = v.grad().defined() ? v.grad() : zeros(v.shape(), v.dtype());
+        r.comparisons.push_back(compare_tensors("grad." + what + "." + name, got, want, tolerance));
+      };
+      for (const auto& [name, p] : run.module->named_parameters()) check("param", name, p);
+      for (const auto& [name, x] : run.inputs) check("input", name, x);
+    }
+  } catch (const std::invalid_argument& e) {
+    // attograd refused the fixture's shapes or values (a mask that does not broadcast, an input
+    // that does not fit the layer): the fixture cannot be run as written.
+    f.fail(std::string("cannot run: ") + e.what());
+  }
+  f.check_all_used();
+  return r;
+}
+
+void print_result(std::ostream& out, const FixtureResult& r) {
+  out << r.label << "  " << r.module << "  " << r.dtype << "  " << r.mode << '\n';
+  size_t name_width = 6, shape_width = 5;
+  for (const TensorComparison& c : r.comparisons) {
+    name_width = std::max(name_width, c.name.size());
+    shape_width = std::max(shape_width, c.shape.str().size());
+  }
+  name_width += 2;
+  shape_width += 2;
+  out << "  " << padded("tensor", name_width) << padded("shape", shape_width) << padded("max abs err", 13)
+      << padded("max rel err", 13) << "result\n";
+  size_t passed = 0;
+  for (const TensorComparison& c : r.comparisons) {
+    passed += c.passed ? 1 : 0;
+    out << "  " << padded(c.name, name_width) << padded(c.shape.str(), shape_width)
+        << padded(scientific(c.max_abs_error), 13) << padded(scientific(c.max_rel_error), 13)
+        << (c.passed ? "pass" : "FAIL") << (c.problem.empty() ? "" : "  (" + c.problem + ")") << '\n';
+  }
+  if (!r.note.empty()) out << "  note: " << r.note << '\n';
+  out << "  " << (r.passed() ? "PASS" : "FAIL") << ": " << passed << " of " << r.comparisons.size()
+      << " tensors within tolerance";
+  if (!r.comparisons.empty()) {
+    const Tolerance t = r.comparisons.front().tolerance;
+    out << " (atol " << scientific(t.atol) << ", rtol " << scientific(t.rtol) << ")";
+  }
+  out << "\n\n";
+}
+
+int run_tool(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  bool quiet = false;
+  std::vector<std::string> paths;
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      print_usage(out);
+      return 0;
+    }
+    if (a == "--quiet") {
+      quiet = true;
+    } else if (a.rfind("-", 0) == 0) {
+      err << "torch_parity: unknown option '" << a << "'\n";
+      print_usage(err);
+      return 2;
+    } else {
+      paths.push_back(a);
+    }
+  }
+  if (paths.empty()) {
+    err << "torch_parity: no fixture given\n";
+    print_usage(err);
+    return 2;
+  }
+  int passed = 0, failed = 0, malformed = 0;
+  for (const std::string& path : paths) {
+    try {
+      const FixtureResult r = run_fixture(Fixture::load(path));
+      if (!quiet || !r.passed()) print_result(out, r);
+      (r.passed() ? passed : failed) += 1;
+    } catch (const FixtureError& e) {
+      err << "torch_parity: malformed fixture: " << e.what() << '\n';
+      ++malformed;
+    } catch (const std::exception& e) {
+      // The fixture was well formed but attograd failed on it: a parity failure, not a bad file.
+      err << "torch_parity: '" << path << "' failed while running: " << e.what() << '\n';
+      ++failed;
+    }
+  }
+  out << "torch_parity: " << paths.size() << " fixture(s): " << passed << " passed, " << failed << " failed, "
+      << malformed << " malformed\n";
+  return malformed > 0 ? 2 : failed > 0 ? 1 : 0;
+}
+
+}  // namespace ag::parity
