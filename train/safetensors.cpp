@@ -82,9 +82,11 @@ std::pair<uint64_t, uint64_t> parse_entry(const std::string& path, const std::st
   const uint64_t end = static_cast<uint64_t>(offsets->at(1).as_int());
   const uint64_t size = element_size(entry.dtype);
   if (numel > std::numeric_limits<uint64_t>::max() / size || numel * size != end - begin) {
-    corrupt(path, where + "shape " + Shape(dims).str() + " of " + d + " needs " + std::to_string(numel) + " x " +
-                      std::to_string(size) + " bytes but data_offsets [" + std::to_string(begin) + ", " +
-                      std::to_string(end) + "] hold " + std::to_string(end - begin));
+    const std::string needed = numel > std::numeric_limits<uint64_t>::max() / size
+                                   ? "more than 2^64"
+                                   : std::to_string(numel * size);
+    corrupt(path, where + "shape " + Shape(dims).str() + " of " + d + " needs " + needed + " bytes but data_offsets [" +
+                      std::to_string(begin) + ", " + std::to_string(end) + "] hold " + std::to_string(end - begin));
   }
   entry.name = name;
   if (entry.dtype == SafetensorsDType::I64) entry.indices.shape = Shape(dims);

@@ -1,0 +1,281 @@
+// safetensors files: the byte layout, round trips of every dtype, atomic replacement (also when
+// a write fails half-way), and the reader's checks on corrupt files.
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstring>
+
+#include "train/atomic_file.h"
+#include "train/json.h"
+#include "train/safetensors.h"
+#include "train_support.h"
+
+namespace ag::testing {
+namespace {
+
+// A file from a header (JSON text) and a data section, with a correct length prefix.
+std::string craft(const std::string& header, const std::string& data = {}) {
+  std::string bytes(8, '\0');
+  const uint64_t n = header.size();
+  std::memcpy(bytes.data(), &n, 8);
+  return bytes + header + data;
+}
+
+std::string f32_bytes(const std::vector<float>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+}
+
+uint64_t header_length(const std::string& bytes) {
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  return n;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(safetensors_format)
+
+BOOST_AUTO_TEST_CASE(layout_is_the_documented_one) {
+  TempDir dir;
+  const std::string path = dir.file("a.safetensors");
+  SafetensorsFile file;
+  file.add("w", from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}, DType::f32));
+  file.add("ids", Indices(Shape{3}, {7, -1, 1LL << 40}));
+  file.metadata["note"] = "hello";
+  save_safetensors(path, file);
+
+  const std::string bytes = slurp(path);
+  const uint64_t n = header_length(bytes);
+  BOOST_TEST((8 + n) % 8 == 0u);  // data section 8-byte aligned
+  BOOST_TEST(bytes.size() == 8 + n + 6 * 4 + 3 * 8);
+  const Json header = Json::parse(bytes.substr(8, n));
+  BOOST_TEST(header.at("__metadata__").at("note").as_string() == "hello");
+  BOOST_TEST(header.at("w").at("dtype").as_string() == "F32");
+  BOOST_TEST(header.at("w").at("shape").dump() == "[2,3]");
+  BOOST_TEST(header.at("w").at("data_offsets").dump() == "[0,24]");
+  BOOST_TEST(header.at("ids").at("dtype").as_string() == "I64");
+  BOOST_TEST(header.at("ids").at("data_offsets").dump() == "[24,48]");
+  BOOST_TEST(bytes.substr(8 + n, 24) == f32_bytes({1, 2, 3, 4, 5, 6}));
+  int64_t third = 0;
+  std::memcpy(&third, bytes.data() + 8 + n + 24 + 16, 8);
+  BOOST_TEST(third == (1LL << 40));
+}
+
+BOOST_AUTO_TEST_CASE(round_trip_of_every_dtype_and_shape) {
+  TempDir dir;
+  const std::string path = dir.file("b.safetensors");
+  Generator gen(3);
+  const Tensor f64 = normal({3, 4}, 0, 1, gen, DType::f64);
+  const Tensor f32 = normal({2, 2, 2}, 0, 1, gen, DType::f32);
+  const Tensor transposed = f64.t();  // written contiguously, read back with the view's values
+  SafetensorsFile file;
+  file.add("a.f64", f64);
+  file.add("b.f32", f32);
+  file.add("c.t", transposed);
+  file.add("d.scalar", scalar(2.5, DType::f64));
+  file.add("e.empty", zeros({0, 3}, DType::f32));
+  file.add("f.ids", Indices(Shape{2, 2}, {0, 1, 2, 3}));
+  file.add("g.no_ids", Indices(Shape{0}, {}));
+  file.metadata["config"] = R"({"d_model": 64})";
+  save_safetensors(path, file);
+
+  const SafetensorsFile back = load_safetensors(path);
+  BOOST_REQUIRE(back.entries.size() == 7u);
+  BOOST_TEST(back.entries[0].name == "a.f64");  // data order = writing order
+  BOOST_TEST(back.find("a.f64")->tensor.to_vector() == f64.to_vector());
+  BOOST_TEST(back.find("a.f64")->tensor.dtype() == DType::f64);
+  BOOST_TEST(back.find("b.f32")->tensor.to_vector() == f32.to_vector());
+  BOOST_TEST(back.find("b.f32")->tensor.dtype() == DType::f32);
+  BOOST_TEST(back.find("c.t")->tensor.shape() == Shape({4, 3}));
+  BOOST_TEST(back.find("c.t")->tensor.to_vector() == transposed.to_vector());
+  BOOST_TEST(back.find("d.scalar")->tensor.shape() == Shape({}));
+  BOOST_TEST(back.find("d.scalar")->tensor.item() == 2.5);
+  BOOST_TEST(back.find("e.empty")->tensor.shape() == Shape({0, 3}));
+  BOOST_TEST((back.find("f.ids")->dtype == SafetensorsDType::I64));
+  BOOST_TEST(back.find("f.ids")->indices.data == (std::vector<int64_t>{0, 1, 2, 3}));
+  BOOST_TEST(back.find("f.ids")->shape() == Shape({2, 2}));
+  BOOST_TEST(back.find("g.no_ids")->indices.numel() == 0);
+  BOOST_TEST(back.metadata.at("config") == R"({"d_model": 64})");
+  BOOST_TEST(back.find("missing") == nullptr);
+}
+
+BOOST_AUTO_TEST_CASE(reads_files_written_by_other_tools) {
+  // Hugging Face's writer: padded header, no metadata, names sorted, a BF16-free F32 entry.
+  TempDir dir;
+  const std::string path = dir.file("hf.safetensors");
+  spit(path, craft(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}       )", f32_bytes({0.5f, -2.0f})));
+  const SafetensorsFile f = load_safetensors(path);
+  BOOST_TEST(f.metadata.empty());
+  BOOST_TEST(f.find("x")->tensor.to_vector() == (std::vector<double>{0.5, -2.0}));
+}
+
+BOOST_AUTO_TEST_CASE(writing_replaces_the_file_and_leaves_no_temporary) {
+  TempDir dir;
+  const std::string path = dir.file("c.safetensors");
+  SafetensorsFile one, two;
+  one.add("x", ones({4}, DType::f32));
+  two.add("x", full({4}, 3.0, DType::f32));
+  save_safetensors(path, one);
+  save_safetensors(path, two);
+  BOOST_TEST(load_safetensors(path).find("x")->tensor.to_vector() == std::vector<double>(4, 3.0));
+  BOOST_TEST(dir.entries() == std::vector<std::string>{"c.safetensors"});
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_write_leaves_the_old_file_intact) {
+  TempDir dir;
+  const std::string path = dir.file("d.safetensors");
+  SafetensorsFile small, big;
+  small.add("x", ones({4}, DType::f32));
+  save_safetensors(path, small);
+  const std::string before = slurp(path);
+  big.add("x", zeros({1 << 16}, DType::f32));  // 256 KiB
+
+  // Let the kernel refuse writes beyond 4 KiB (EFBIG) half-way through the new file. Nothing
+  // is logged while the limit is active: Boost.Test's own output must not hit it.
+  rlimit saved{};
+  BOOST_REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved) == 0);
+  rlimit limited = saved;
+  limited.rlim_cur = 4096;
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  std::string message;
+  bool threw = false;
+  if (::setrlimit(RLIMIT_FSIZE, &limited) == 0) {
+    try {
+      save_safetensors(path, big);
+    } catch (const std::runtime_error& e) {
+      threw = true;
+      message = e.what();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &saved);
+  }
+  std::signal(SIGXFSZ, old_handler);
+
+  BOOST_TEST(threw);
+  BOOST_TEST(message.find(path) != std::string::npos, message);
+  BOOST_TEST(message.find("previous file") != std::string::npos, message);
+  BOOST_TEST(slurp(path) == before);
+  BOOST_TEST(dir.entries() == std::vector<std::string>{"d.safetensors"});
+  BOOST_TEST(load_safetensors(path).find("x")->tensor.to_vector() == std::vector<double>(4, 1.0));
+}
+
+BOOST_AUTO_TEST_CASE(unwritable_places_are_runtime_errors) {
+  SafetensorsFile f;
+  f.add("x", ones({1}));
+  AG_CHECK_THROWS_WITH(save_safetensors("/nonexistent-dir/x.safetensors", f), std::runtime_error,
+                       "/nonexistent-dir/x.safetensors", "No such file");
+  AG_CHECK_THROWS_WITH(load_safetensors("/nonexistent-dir/x.safetensors"), std::runtime_error,
+                       "/nonexistent-dir/x.safetensors", "No such file");
+}
+
+BOOST_AUTO_TEST_CASE(atomic_file_discards_without_commit) {
+  TempDir dir;
+  const std::string path = dir.file("e.txt");
+  write_file_atomically(path, "old");
+  {
+    AtomicFile f(path);
+    f.write("new contents");
+    BOOST_TEST(dir.entries().size() == 2u);  // the temporary exists while writing
+  }
+  BOOST_TEST(slurp(path) == "old");
+  BOOST_TEST(dir.entries() == std::vector<std::string>{"e.txt"});
+  AtomicFile g(path);
+  g.write("new");
+  g.commit();
+  AG_CHECK_THROWS_WITH(g.write("more"), std::logic_error, "already committed");
+  BOOST_TEST(read_file(path) == "new");
+}
+
+BOOST_AUTO_TEST_CASE(add_rejects_bad_names) {
+  SafetensorsFile f;
+  f.add("x", ones({1}));
+  AG_CHECK_THROWS_WITH(f.add("x", ones({1})), std::invalid_argument, "duplicate", "'x'");
+  AG_CHECK_THROWS_WITH(f.add("", ones({1})), std::invalid_argument, "empty");
+  AG_CHECK_THROWS_WITH(f.add("__metadata__", ones({1})), std::invalid_argument, "reserved");
+  AG_CHECK_THROWS_WITH(f.add("u", Tensor()), std::invalid_argument, "'u'", "undefined");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(safetensors_corrupt_files)
+
+namespace {
+// Writes `bytes` and expects load_safetensors to name the file and every one of `parts`.
+void expect_rejected(const std::string& bytes, const std::vector<std::string>& parts) {
+  TempDir dir;
+  const std::string path = dir.file("bad.safetensors");
+  spit(path, bytes);
+  std::string message;
+  try {
+    load_safetensors(path);
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  BOOST_TEST_REQUIRE(!message.empty(), "no std::runtime_error for a corrupt file");
+  BOOST_TEST(message.find("safetensors '" + path + "'") != std::string::npos, message);
+  for (const std::string& p : parts) BOOST_TEST(message.find(p) != std::string::npos, "'" << message << "' lacks '" << p << "'");
+}
+
+const std::string kGoodEntry = R"("x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+const std::string kTwoFloats = f32_bytes({1.0f, 2.0f});
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(empty_and_truncated_headers) {
+  expect_rejected("", {"empty", "0 bytes"});
+  expect_rejected("abc", {"truncated header", "3 bytes"});
+  std::string too_long = craft("{" + kGoodEntry + "}", kTwoFloats);
+  const uint64_t huge = 1000;
+  std::memcpy(too_long.data(), &huge, 8);
+  expect_rejected(too_long, {"truncated header", "header length 1000", "larger than the rest of the file"});
+  // A file cut inside its header.
+  expect_rejected(craft("{" + kGoodEntry + "}", kTwoFloats).substr(0, 20), {"truncated header"});
+}
+
+BOOST_AUTO_TEST_CASE(bad_json) {
+  expect_rejected(craft("{\"x\":{\"dtype\":\"F32\",", kTwoFloats), {"bad JSON"});
+  expect_rejected(craft("[1, 2]"), {"the header is an array, not an object"});
+  expect_rejected(craft("{\"x\": 3}"), {"tensor 'x'", "not an object"});
+  expect_rejected(craft(R"({"x":{"dtype":"F32","shape":[2]}})", kTwoFloats), {"tensor 'x'", "data_offsets"});
+}
+
+BOOST_AUTO_TEST_CASE(unknown_dtype) {
+  expect_rejected(craft(R"({"x":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", kTwoFloats),
+                  {"tensor 'x'", "unsupported dtype 'BF16'"});
+  expect_rejected(craft(R"({"x":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", kTwoFloats), {"tensor 'x'", "dtype"});
+}
+
+BOOST_AUTO_TEST_CASE(shape_and_offsets_disagree) {
+  expect_rejected(craft(R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", kTwoFloats),
+                  {"tensor 'x'", "shape (3,)", "12", "hold 8"});
+  expect_rejected(craft(R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", kTwoFloats),
+                  {"tensor 'x'", "shape [-2]"});
+  expect_rejected(craft(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", kTwoFloats),
+                  {"tensor 'x'", "0 <= begin <= end"});
+}
+
+BOOST_AUTO_TEST_CASE(overlapping_holes_and_out_of_range) {
+  const std::string four = f32_bytes({1, 2, 3, 4});
+  expect_rejected(craft(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
+                        R"("b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+                        four),
+                  {"tensor 'b'", "overlaps tensor 'a'"});
+  expect_rejected(craft(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                        R"("b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+                        four),
+                  {"bytes [4, 8)", "belong to no tensor", "'b'"});
+  expect_rejected(craft("{" + kGoodEntry + "}", kTwoFloats + "junk"), {"4 bytes after the last tensor"});
+}
+
+BOOST_AUTO_TEST_CASE(data_truncated) {
+  expect_rejected(craft("{" + kGoodEntry + "}", kTwoFloats.substr(0, 5)),
+                  {"data truncated", "tensor 'x'", "[0, 8)", "only 5 bytes"});
+}
+
+BOOST_AUTO_TEST_CASE(bad_metadata) {
+  expect_rejected(craft(R"({"__metadata__":{"v":1},)" + kGoodEntry + "}", kTwoFloats),
+                  {"__metadata__ value for 'v'", "not a string"});
+  expect_rejected(craft(R"({"__metadata__":"v",)" + kGoodEntry + "}", kTwoFloats), {"__metadata__", "not an object"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace ag::testing
