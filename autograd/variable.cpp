@@ -74,8 +74,8 @@ bool Variable::requires_grad() const { return impl_ && impl_->requires_grad; }
 Variable& Variable::set_requires_grad(bool requires_grad) {
   require_defined("set_requires_grad");
   if (impl_->grad_fn) {
-    throw std::logic_error("set_requires_grad: '" + impl_->grad_fn->name() +
-                           "' produced this variable; only leaves can change requires_grad (use detach())");
+    throw std::logic_error("set_requires_grad: '" + impl_->grad_fn->name() + "' produced this variable of shape " +
+                           shape().str() + "; only leaves can change requires_grad (use detach())");
   }
   impl_->requires_grad = requires_grad;
   return *this;

@@ -48,8 +48,10 @@ Tensor amax(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim = fa
 // Sums x over the dimensions that broadcasting stretched, giving a tensor of `shape`
 // (the backward of expand). Throws unless `shape` broadcasts to x's shape.
 Tensor sum_to(const Tensor& x, const Shape& shape);
-// Normalised, sorted, de-duplicated axes (all axes for an empty list).
+// Normalised, sorted, de-duplicated axes (all axes for an empty list). The Shape overload
+// names the tensor's shape when it throws.
 std::vector<int64_t> reduction_axes(const std::vector<int64_t>& axes, int64_t rank, const char* op);
+std::vector<int64_t> reduction_axes(const std::vector<int64_t>& axes, const Shape& shape, const char* op);
 // The shape after reducing `axes` (kept as size 1 when keepdim).
 Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& axes, bool keepdim);
 

@@ -55,6 +55,14 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const char* op) {
   return axis < 0 ? axis + rank : axis;
 }
 
+int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op) {
+  if (axis < -shape.rank() || axis >= shape.rank()) {
+    throw std::invalid_argument(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for shape " +
+                                shape.str());
+  }
+  return axis < 0 ? axis + shape.rank() : axis;
+}
+
 std::vector<int64_t> contiguous_strides(const Shape& shape) {
   std::vector<int64_t> strides(static_cast<size_t>(shape.rank()));
   int64_t s = 1;

@@ -49,6 +49,8 @@ bool broadcastable_to(const Shape& from, const Shape& to);
 
 // Maps a possibly negative axis into [0, rank); throws std::invalid_argument naming `op`.
 int64_t normalize_axis(int64_t axis, int64_t rank, const char* op);
+// The same for an axis of a tensor of `shape`; the message names the shape.
+int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op);
 
 // Row-major strides of a contiguous tensor of this shape, in elements.
 std::vector<int64_t> contiguous_strides(const Shape& shape);

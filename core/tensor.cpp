@@ -24,10 +24,14 @@ Shape infer_shape(const Shape& shape, int64_t numel, const Shape& from, const ch
   int64_t infer = -1;
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] == -1) {
-      if (infer >= 0) throw std::invalid_argument(std::string(op) + ": only one dimension may be -1, got " + shape.str());
+      if (infer >= 0) {
+        throw std::invalid_argument(std::string(op) + ": only one dimension may be -1, got " + shape.str() +
+                                    " for a tensor of shape " + from.str());
+      }
       infer = static_cast<int64_t>(i);
     } else if (dims[i] < 0) {
-      throw std::invalid_argument(std::string(op) + ": negative dimension in " + shape.str());
+      throw std::invalid_argument(std::string(op) + ": negative dimension in " + shape.str() + " for a tensor of shape " +
+                                  from.str());
     } else {
       known *= dims[i];
     }
@@ -91,7 +95,7 @@ void Tensor::require_defined(const char* op) const {
   if (!defined()) throw std::logic_error(std::string(op) + ": the tensor is undefined (default-constructed)");
 }
 
-int64_t Tensor::size(int64_t axis) const { return shape_[normalize_axis(axis, dim(), "size")]; }
+int64_t Tensor::size(int64_t axis) const { return shape_[normalize_axis(axis, shape_, "size")]; }
 
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
@@ -128,8 +132,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
 
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
   require_defined("transpose");
-  a = normalize_axis(a, dim(), "transpose");
-  b = normalize_axis(b, dim(), "transpose");
+  a = normalize_axis(a, shape_, "transpose");
+  b = normalize_axis(b, shape_, "transpose");
   Shape shape = shape_;
   std::vector<int64_t> strides = strides_;
   std::swap(shape[a], shape[b]);
@@ -151,9 +155,10 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
   Shape shape;
   std::vector<int64_t> strides;
   for (int64_t axis : order) {
-    const int64_t a = normalize_axis(axis, dim(), "permute");
+    const int64_t a = normalize_axis(axis, shape_, "permute");
     if (seen[static_cast<size_t>(a)]) {
-      throw std::invalid_argument("permute: axis " + std::to_string(a) + " repeated in order " + vec_str(order));
+      throw std::invalid_argument("permute: axis " + std::to_string(a) + " repeated in order " + vec_str(order) +
+                                  " for shape " + shape_.str());
     }
     seen[static_cast<size_t>(a)] = true;
     shape.push_back(shape_[a]);
@@ -164,9 +169,12 @@ Tensor Tensor::permute(const std::vector<int64_t>& order) const {
 
 Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) const {
   require_defined("slice");
-  axis = normalize_axis(axis, dim(), "slice");
+  axis = normalize_axis(axis, shape_, "slice");
   const int64_t n = shape_[axis];
-  if (step <= 0) throw std::invalid_argument("slice: step must be positive, got " + std::to_string(step));
+  if (step <= 0) {
+    throw std::invalid_argument("slice: step must be positive, got " + std::to_string(step) + " (axis " +
+                                std::to_string(axis) + " of shape " + shape_.str() + ")");
+  }
   if (start < 0) start += n;
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
@@ -180,7 +188,7 @@ Tensor Tensor::slice(int64_t axis, int64_t start, int64_t end, int64_t step) con
 
 Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
   require_defined("narrow");
-  axis = normalize_axis(axis, dim(), "narrow");
+  axis = normalize_axis(axis, shape_, "narrow");
   if (start < 0 || length < 0 || start + length > shape_[axis]) {
     throw std::invalid_argument("narrow: range [" + std::to_string(start) + ", " + std::to_string(start + length) +
                                 ") is outside axis " + std::to_string(axis) + " of shape " + shape_.str());
@@ -190,7 +198,7 @@ Tensor Tensor::narrow(int64_t axis, int64_t start, int64_t length) const {
 
 Tensor Tensor::select(int64_t axis, int64_t index) const {
   require_defined("select");
-  axis = normalize_axis(axis, dim(), "select");
+  axis = normalize_axis(axis, shape_, "select");
   if (index < -shape_[axis] || index >= shape_[axis]) {
     throw std::invalid_argument("select: index " + std::to_string(index) + " is out of range for axis " +
                                 std::to_string(axis) + " of shape " + shape_.str());
@@ -201,7 +209,12 @@ Tensor Tensor::select(int64_t axis, int64_t index) const {
 
 Tensor Tensor::unsqueeze(int64_t axis) const {
   require_defined("unsqueeze");
-  axis = normalize_axis(axis, dim() + 1, "unsqueeze");
+  if (axis < -(dim() + 1) || axis > dim()) {  // a new axis may also go after the last one
+    throw std::invalid_argument("unsqueeze: axis " + std::to_string(axis) + " is out of range for shape " +
+                                shape_.str() + " (a new axis goes at " + std::to_string(-(dim() + 1)) + " .. " +
+                                std::to_string(dim()) + ")");
+  }
+  if (axis < 0) axis += dim() + 1;
   std::vector<int64_t> dims = shape_.dims();
   std::vector<int64_t> strides = strides_;
   const int64_t stride = axis < dim() ? strides_[static_cast<size_t>(axis)] * shape_[axis] : 1;
@@ -212,7 +225,7 @@ Tensor Tensor::unsqueeze(int64_t axis) const {
 
 Tensor Tensor::squeeze(int64_t axis) const {
   require_defined("squeeze");
-  axis = normalize_axis(axis, dim(), "squeeze");
+  axis = normalize_axis(axis, shape_, "squeeze");
   if (shape_[axis] != 1) {
     throw std::invalid_argument("squeeze: axis " + std::to_string(axis) + " of shape " + shape_.str() +
                                 " has size " + std::to_string(shape_[axis]) + ", not 1");

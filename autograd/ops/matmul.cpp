@@ -9,6 +9,10 @@ namespace ag {
 Variable matmul(const Variable& a, const Variable& b) {
   // (..., M, K) @ (K, N): fold the batch into M, one large product instead of many small ones.
   if (a.dim() > 2 && b.dim() == 2 && a.value().is_contiguous()) {
+    if (a.dtype() != b.dtype()) {  // checked here so that the message shows a's shape before folding
+      throw std::invalid_argument(std::string("matmul: dtypes differ: a=") + dtype_name(a.dtype()) + " " +
+                                  a.shape().str() + " b=" + dtype_name(b.dtype()) + " " + b.shape().str());
+    }
     Shape out_shape(std::vector<int64_t>(a.shape().begin(), a.shape().end() - 1));
     out_shape.push_back(b.shape()[-1]);
     if (a.shape()[-1] != b.shape()[-2]) {

@@ -15,7 +15,7 @@ Tensor spread(const Tensor& g, const Shape& input_shape, const std::vector<int64
 }  // namespace
 
 Variable sum(const Variable& x, const std::vector<int64_t>& axes_in, bool keepdim) {
-  const std::vector<int64_t> axes = kernels::reduction_axes(axes_in, x.dim(), "sum");
+  const std::vector<int64_t> axes = kernels::reduction_axes(axes_in, x.shape(), "sum");
   const Shape in_shape = x.shape();
   return make_result("sum", kernels::sum(x.value(), axes, keepdim), {x}, [in_shape, axes](const Tensor& g, GradSink& grads) {
     grads.add(0, spread(g, in_shape, axes));
@@ -23,7 +23,7 @@ Variable sum(const Variable& x, const std::vector<int64_t>& axes_in, bool keepdi
 }
 
 Variable mean(const Variable& x, const std::vector<int64_t>& axes_in, bool keepdim) {
-  const std::vector<int64_t> axes = kernels::reduction_axes(axes_in, x.dim(), "mean");
+  const std::vector<int64_t> axes = kernels::reduction_axes(axes_in, x.shape(), "mean");
   const Shape in_shape = x.shape();
   int64_t count = 1;
   for (int64_t a : axes) count *= in_shape[a];
@@ -34,7 +34,7 @@ Variable mean(const Variable& x, const std::vector<int64_t>& axes_in, bool keepd
 }
 
 Variable max(const Variable& x, const std::vector<int64_t>& axes_in, bool keepdim) {
-  const std::vector<int64_t> axes = kernels::reduction_axes(axes_in, x.dim(), "max");
+  const std::vector<int64_t> axes = kernels::reduction_axes(axes_in, x.shape(), "max");
   Tensor y = kernels::amax(x.value(), axes, keepdim);
   const Tensor x_val = x.value();
   return make_result("max", y, {x}, [x_val, y, axes](const Tensor& g, GradSink& grads) {

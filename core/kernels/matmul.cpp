@@ -104,7 +104,7 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis_in) {
   if (parts.empty()) throw std::invalid_argument("concat: needs at least one tensor");
   const Tensor& first = parts.front();
   if (!first.defined()) throw std::invalid_argument("concat: input 0 is undefined");
-  const int64_t axis = normalize_axis(axis_in, first.dim(), "concat");
+  const int64_t axis = normalize_axis(axis_in, first.shape(), "concat");
   Shape shape = first.shape();
   int64_t total = 0;
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -28,6 +28,18 @@ std::vector<int64_t> reduction_axes(const std::vector<int64_t>& axes, int64_t ra
   return out;
 }
 
+std::vector<int64_t> reduction_axes(const std::vector<int64_t>& axes, const Shape& shape, const char* op) {
+  if (axes.empty()) return reduction_axes(axes, shape.rank(), op);
+  std::vector<int64_t> out;
+  for (int64_t a : axes) out.push_back(normalize_axis(a, shape, op));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    throw std::invalid_argument(std::string(op) + ": an axis is repeated in " + Shape(axes).str() + " for shape " +
+                                shape.str());
+  }
+  return out;
+}
+
 Shape reduced_shape(const Shape& shape, const std::vector<int64_t>& axes, bool keepdim) {
   Shape out;
   for (int64_t i = 0; i < shape.rank(); ++i) {
@@ -44,7 +56,7 @@ enum class Fold { sum, max };
 
 Tensor reduce(const Tensor& x, const std::vector<int64_t>& axes_in, bool keepdim, Fold fold, const char* op) {
   if (!x.defined()) throw std::invalid_argument(std::string(op) + ": the input tensor is undefined");
-  const std::vector<int64_t> axes = reduction_axes(axes_in, x.dim(), op);
+  const std::vector<int64_t> axes = reduction_axes(axes_in, x.shape(), op);
   const Shape kept = reduced_shape(x.shape(), axes, true);
   if (fold == Fold::max) {
     for (int64_t a : axes) {
@@ -100,7 +112,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim) {
   if (!x.defined()) throw std::invalid_argument("mean: the input tensor is undefined");
-  const std::vector<int64_t> ax = reduction_axes(axes, x.dim(), "mean");
+  const std::vector<int64_t> ax = reduction_axes(axes, x.shape(), "mean");
   int64_t count = 1;
   for (int64_t a : ax) count *= x.shape()[a];
   if (count == 0) {

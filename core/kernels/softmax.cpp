@@ -36,7 +36,7 @@ void for_each_axis_row(const Layout& l, const T* in, T* out, Row row) {
 
 Tensor softmax_impl(const Tensor& x_in, int64_t axis_in, bool log, const char* op) {
   if (!x_in.defined()) throw std::invalid_argument(std::string(op) + ": the input tensor is undefined");
-  const int64_t axis = normalize_axis(axis_in, x_in.dim(), op);
+  const int64_t axis = normalize_axis(axis_in, x_in.shape(), op);
   const Tensor x = x_in.contiguous();
   Tensor out(x.shape(), x.dtype());
   const Layout l = layout_of(x.shape(), axis);
@@ -70,7 +70,7 @@ Tensor softmax_backward_impl(const Tensor& y_in, const Tensor& g_in, int64_t axi
     throw std::invalid_argument(std::string(op) + ": output " + y_in.shape().str() + " " + dtype_name(y_in.dtype()) +
                                 " and gradient " + g_in.shape().str() + " " + dtype_name(g_in.dtype()) + " differ");
   }
-  const int64_t axis = normalize_axis(axis_in, y_in.dim(), op);
+  const int64_t axis = normalize_axis(axis_in, y_in.shape(), op);
   const Tensor y = y_in.contiguous();
   const Tensor g = g_in.contiguous();
   Tensor gx(y.shape(), y.dtype());
