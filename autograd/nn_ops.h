@@ -1,6 +1,7 @@
 // Fused neural-network ops: forward and hand-written backward in one kernel each, for speed
 // and memory. Each has a composed twin built from the primitives in ops.h, and tests hold the
-// two equal (tests/autograd/test_nn_ops.cpp).
+// two equal (tests/autograd/test_nn_ops.cpp); the kernels live in core/kernels/<op>.cpp.
+// Bad input throws std::invalid_argument naming the op and every shape or value involved.
 #pragma once
 
 #include <cstdint>
@@ -14,19 +15,25 @@ namespace ag {
 // ---- layer norm (ops/layer_norm.cpp) ----
 // x: (..., *normalized) -> same shape, normalised over the last `normalized_dims` axes.
 // weight, bias: shape `normalized` (either may be undefined: no affine part).
-// Saves x-hat statistics (mean, rstd) for backward.
+// Biased variance, eps inside the square root (PyTorch's F.layer_norm); eps >= 0.
+// Saves x (made contiguous once) and the row statistics mean and rstd = 1 / sqrt(var + eps);
+// backward rebuilds x-hat from them.
 Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, int64_t normalized_dims,
                     double eps = 1e-5);
 
 // ---- dropout (ops/dropout.cpp) ----
 // Inverted dropout: each element is kept with probability 1 - p and scaled by 1 / (1 - p).
-// Identity when !training or p == 0; zero when p == 1. The mask comes from one stream of
-// `gen` (seed, step, call), so replaying the generator state replays the mask.
+// Identity when !training or p == 0 (returns x itself and draws nothing); zero when p == 1.
+// p outside [0, 1] throws. Otherwise the mask comes from one fresh stream of `gen`
+// (seed, step, call): element i of x (row-major logical index, whatever x's strides) is kept
+// when uniform_f64(key, i) >= p, so replaying the generator state replays the mask, f32 and
+// f64 see the same mask, and backward regenerates it instead of storing it.
 Variable dropout(const Variable& x, double p, bool training, Generator& gen = default_generator());
 
 // ---- embedding (ops/embedding.cpp) ----
 // weight: (num, dim), ids: any shape with values in [0, num) -> (*ids.shape, dim).
-// Rows equal to padding_idx (if >= 0) read normally but receive no gradient.
+// Rows equal to padding_idx (if >= 0) read normally but receive no gradient. padding_idx is
+// -1 or a row in [0, num); an id outside [0, num) throws, naming the id and the table size.
 Variable embedding(const Variable& weight, const Indices& ids, int64_t padding_idx = -1);
 
 // ---- cross-entropy (ops/cross_entropy.cpp): log-softmax and NLL fused ----
@@ -37,7 +44,10 @@ struct CrossEntropyOptions {
   Reduction reduction = Reduction::mean;  // mean over non-ignored targets
 };
 // logits: (..., C), targets: (...) with values in [0, C) or ignore_index.
-// Returns a scalar for mean/sum, shape (...) for none.
+// Returns a scalar for mean/sum, shape (...) for none (0 at ignored targets).
+//   loss = (1 - ls) * -log p_target + ls * mean over classes of -log p   (PyTorch 1.13)
+// Mean divides by the number of non-ignored targets; when every target is ignored it returns
+// 0 with a zero gradient (PyTorch returns NaN). Saves the logits and one log-sum-exp per row.
 Variable cross_entropy(const Variable& logits, const Indices& targets, const CrossEntropyOptions& options = {});
 
 // ---- scaled dot-product attention (ops/attention.cpp) ----
@@ -53,9 +63,15 @@ struct AttentionOptions {
   bool training = false;
   Generator* generator = nullptr;  // default_generator() when null
 };
+// Dropout on the weights is drawn from one stream of the generator per call, keyed on the
+// row-major index in (B, H, Tq, Tk), so it equals dropout() applied to `weights` from the same
+// generator state. q, k, v may be strided views (e.g. a (B, T, H, D) tensor permuted to
+// (B, H, T, D)): BLAS reads them in place. keep may have any dtype (nonzero = keep).
 struct AttentionResult {
   Variable output;
-  Tensor weights;  // (B, H, Tq, Tk) after masking and softmax, before dropout; not differentiable
+  // (B, H, Tq, Tk) after masking and softmax, before dropout; not differentiable. Backward
+  // reads this same tensor: do not modify it in place.
+  Tensor weights;
 };
 AttentionResult scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
                                              const Tensor& keep = Tensor(), const Variable& bias = Variable(),
