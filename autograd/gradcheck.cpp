@@ -98,7 +98,9 @@ class Checker {
     ++result_.comparisons;
     const double err = std::abs(numeric - analytic_value);
     result_.max_abs_error = std::max(result_.max_abs_error, err);
-    if (numeric != 0) result_.max_rel_error = std::max(result_.max_rel_error, err / std::abs(numeric));
+    // Relative to gradients above atol only: a numeric value that is rounding noise (a gradient
+    // that is zero by symmetry) would otherwise report a relative error of 1.
+    if (std::abs(numeric) > opt_.atol) result_.max_rel_error = std::max(result_.max_rel_error, err / std::abs(numeric));
     if (!(err <= opt_.atol + opt_.rtol * std::abs(numeric))) {
       fail(leaf.label + " " + where + ": numeric " + fmt(numeric) + " analytic " + fmt(analytic_value) + " |diff| " +
            fmt(err) + " > atol " + fmt(opt_.atol) + " + rtol " + fmt(opt_.rtol) + " * |numeric|");

@@ -47,7 +47,7 @@ struct GradcheckResult {
   bool ok = true;
   std::string report;  // empty when ok; otherwise one line per problem (at most ~20)
   double max_abs_error = 0;
-  double max_rel_error = 0;
+  double max_rel_error = 0;  // |a - n| / |n| over the comparisons with |n| > atol
   int64_t comparisons = 0;
   bool full_jacobian = false;
   explicit operator bool() const { return ok; }
