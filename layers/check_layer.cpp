@@ -88,6 +88,11 @@ std::string accumulation_mismatch(const Tensor& got, const Tensor& expected) {
   return "";
 }
 
+// "1 leaf", "3 leaves".
+std::string count_of(size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 std::string joined(const std::vector<std::string>& items, const char* separator = ", ") {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "" : separator) + s;
@@ -350,12 +355,12 @@ LayerCheckRow LayerChecker::accumulation_row(const Tensor& u, const std::vector<
     if (!problem.empty()) problems.push_back(labels_[j] + ": two passes through one graph did not double: " + problem);
   }
   return settled("backward adds", problems, "prefill + gradient after one pass, twice the gradient after two, on " +
-                                                std::to_string(leaves_.size()) + " leaves");
+                                                count_of(leaves_.size(), "leaf", "leaves"));
 }
 
 LayerCheckRow LayerChecker::reach_row(const std::vector<Tensor>& fresh) const {
   std::vector<std::string> missing, unexpected, non_finite, problems;
-  int64_t unused = 0;
+  size_t unused = 0;
   for (size_t j = 0; j < leaves_.size(); ++j) {
     if (unused_[j]) {
       ++unused;
@@ -369,8 +374,8 @@ LayerCheckRow LayerChecker::reach_row(const std::vector<Tensor>& fresh) const {
   if (!missing.empty()) problems.push_back("no gradient reached " + joined(missing) + " (list unused parameters)");
   if (!unexpected.empty()) problems.push_back("listed as unused but got a gradient: " + joined(unexpected));
   if (!non_finite.empty()) problems.push_back("non-finite gradient: " + joined(non_finite));
-  std::string detail = std::to_string(static_cast<int64_t>(leaves_.size()) - unused) + " leaves got finite gradients";
-  if (unused > 0) detail += ", " + std::to_string(unused) + " listed as unused got none";
+  std::string detail = count_of(leaves_.size() - unused, "leaf", "leaves") + " got finite gradients";
+  if (unused > 0) detail += ", " + count_of(unused, "parameter", "parameters") + " listed as unused got none";
   return settled("every leaf gets a gradient", problems, detail);
 }
 
@@ -383,7 +388,7 @@ LayerCheckRow LayerChecker::round_trip_row() {
   Generator noise(opt_.seed + 3);
   std::unique_ptr<Module> twin;
   Module* target = &module_;
-  std::string how = " tensors loaded back into the perturbed module";
+  std::string how = " loaded back into the perturbed module";
   if (opt_.make_twin) {
     twin = build_twin(opt_.seed + 4);
     twin->to(DType::f64);
@@ -394,7 +399,7 @@ LayerCheckRow LayerChecker::round_trip_row() {
       return settled(check, {std::string("the twin built by make_twin does not take the state_dict: ") + e.what()}, "");
     }
     target = twin.get();
-    how = " tensors loaded into a perturbed twin";
+    how = " loaded into a perturbed twin";
   } else {
     perturb(module_, noise);
     const double moved = max_difference(output(module_, false, state(0)), ref_eval);
@@ -405,7 +410,7 @@ LayerCheckRow LayerChecker::round_trip_row() {
   }
   const double d_train = max_difference(output(*target, true, state(0)), ref_train);
   const double d_eval = max_difference(output(*target, false, state(0)), ref_eval);
-  how = std::to_string(saved.size()) + how;
+  how = count_of(saved.size(), "tensor", "tensors") + how;
   if (d_train == 0.0 && d_eval == 0.0) return settled(check, {}, how + ": identical outputs in train and eval");
   return settled(check, {how + ": outputs differ by up to " + sci(d_train) + " (train) and " + sci(d_eval) +
                          " (eval); does the layer keep state outside its parameters and buffers?"}, "");

@@ -192,7 +192,7 @@ BOOST_AUTO_TEST_CASE(an_unused_parameter_must_be_listed_as_unused) {
   listed.unused = {"spare"};
   const LayerCheckReport ok = check_buggy(Bug::spare_parameter, listed);
   BOOST_TEST(ok.ok, ok.table());
-  BOOST_TEST(row_of(ok, "every leaf gets a gradient").detail.find("1 listed as unused") != std::string::npos);
+  BOOST_TEST(row_of(ok, "every leaf gets a gradient").detail.find("1 parameter listed as unused") != std::string::npos);
 
   // Listing a parameter that does get a gradient is a stale list.
   LayerCheckOptions stale = quiet();
