@@ -200,17 +200,19 @@ void draw_panel(std::string& svg, const Box& box, const Axis& x, const Axis& y, 
     svg += "<text x=\"" + fmt("%.1f", box.x + box.w / 2) + "\" y=\"" + fmt("%.1f", box.y + box.h / 2) +
            "\" text-anchor=\"middle\" fill=\"#888\" font-size=\"16\">no data</text>\n";
   } else {
-    // Legend in the upper right corner of the panel.
-    const double lw = 170, lh = 8 + 20.0 * static_cast<double>(shown.size());
-    const double lx = box.x + box.w - lw - 10, ly = box.y + 10;
-    svg += "<g class=\"legend\">\n<rect x=\"" + fmt("%.1f", lx) + "\" y=\"" + fmt("%.1f", ly) + "\" width=\"" +
-           fmt("%.1f", lw) + "\" height=\"" + fmt("%.1f", lh) + "\" fill=\"white\" fill-opacity=\"0.9\" stroke=\"#999\"/>\n";
-    for (size_t i = 0; i < shown.size(); ++i) {
-      const double yy = ly + 18 + 20.0 * static_cast<double>(i);
-      svg += "<line x1=\"" + fmt("%.1f", lx + 8) + "\" y1=\"" + fmt("%.1f", yy - 4) + "\" x2=\"" + fmt("%.1f", lx + 38) +
+    // Legend in one row above the panel, right-aligned: outside the plot area, it never hides
+    // a curve. Text width is estimated at 7 px per character (12 px sans-serif).
+    double x_end = box.x + box.w;
+    const double yy = box.y - 8;
+    svg += "<g class=\"legend\">\n";
+    for (size_t i = shown.size(); i-- > 0;) {
+      const double text_w = 7.0 * static_cast<double>(std::string(shown[i]->label).size());
+      const double lx = x_end - text_w - 36;
+      svg += "<line x1=\"" + fmt("%.1f", lx) + "\" y1=\"" + fmt("%.1f", yy - 4) + "\" x2=\"" + fmt("%.1f", lx + 28) +
              "\" y2=\"" + fmt("%.1f", yy - 4) + "\" stroke=\"" + shown[i]->color + "\" stroke-width=\"2\"" +
              (shown[i]->dashed ? " stroke-dasharray=\"6 3\"" : "") + "/>\n";
-      svg += "<text x=\"" + fmt("%.1f", lx + 46) + "\" y=\"" + fmt("%.1f", yy) + "\">" + shown[i]->label + "</text>\n";
+      svg += "<text x=\"" + fmt("%.1f", lx + 34) + "\" y=\"" + fmt("%.1f", yy) + "\">" + shown[i]->label + "</text>\n";
+      x_end = lx - 18;
     }
     svg += "</g>\n";
   }
@@ -235,7 +237,7 @@ std::string metrics_plot_svg(const std::vector<MetricsRow>& rows, const PlotOpti
   Axis y_acc = linear_axis(0, 1, 5);
   y_acc.percent = true;
 
-  const double left = 80, right = 20, top = 50, gap = 50, bottom = 55;
+  const double left = 80, right = 20, top = 66, gap = 64, bottom = 55;
   const double panel_h = (height - top - gap - bottom) / 2;
   const Box loss_box{left, top, width - left - right, panel_h};
   const Box acc_box{left, top + panel_h + gap, width - left - right, panel_h};
