@@ -6,6 +6,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/gradcheck.h"
 #include "autograd/ops.h"
+#include "autograd/profiler.h"
 #include "autograd/variable.h"
 #include "autograd/nn_ops.h"
 #include "layers/module.h"

@@ -1,11 +1,13 @@
 // The backward engine: an iterative topological sort of the nodes reachable from the roots,
 // then one pass in reverse order in which each node turns its output gradient into gradients
 // for its inputs. Gradients meet in the nodes (`pending_`) or, for leaves, in `grad` (+=).
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <unordered_set>
 
 #include "autograd/grad_mode.h"
+#include "autograd/profiler.h"
 #include "autograd/variable.h"
 #include "core/kernels.h"
 
@@ -167,10 +169,18 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
     node.pending_borrowed_ = false;
     if (g.defined()) {
       GradSink sink(node);
-      node.fn_(g, sink);
+      if (Profiler* profiler = profiling::active()) {
+        const auto start = std::chrono::steady_clock::now();
+        node.fn_(g, sink);
+        profiler->add(node.name() + " backward",
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      } else {
+        node.fn_(g, sink);
+      }
     }
     if (!retain_graph) node.release();
   }
+  profiling::restart_clock();
 }
 
 }  // namespace ag

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "autograd/grad_mode.h"
+#include "autograd/profiler.h"
 
 namespace ag {
 
@@ -136,6 +137,7 @@ Variable make_result(const char* op, Tensor value, const std::vector<Variable>& 
     impl->requires_grad = true;
     impl->grad_fn = std::make_shared<Node>(op, std::move(edges), std::move(backward));
   }
+  profiling::mark_forward(op);
   return Variable::from_impl(std::move(impl));
 }
 

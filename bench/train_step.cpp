@@ -1,0 +1,153 @@
+// Times full training steps (forward, cross-entropy, backward, Adam update) of a post-norm
+// encoder: token + learned position embedding, N blocks of multi-head self-attention and a ReLU
+// feed-forward with residuals and LayerNorm, a vocabulary head; float32. bench/torch_reference.py
+// is the same model in PyTorch with the same flags and JSON; bench/compare.sh runs both.
+//
+//   build/bench/train_step --config small [--threads 2] [--steps 20] [--warmup 3] [--json] [--profile]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attograd.h"
+#include "train/optim.h"
+#include "train/sequence_model.h"
+#include "train/tasks.h"
+
+namespace {
+
+struct Config {
+  int64_t vocab, d_model, heads, d_ff, layers, seq_len, batch;
+};
+
+// (vocab, d_model, heads, d_ff, layers, T, B): the same table as bench/torch_reference.py.
+const std::map<std::string, Config> kConfigs = {
+    {"tiny", {16, 32, 2, 64, 2, 16, 32}},
+    {"small", {32, 128, 4, 512, 2, 32, 32}},
+    {"medium", {64, 256, 8, 1024, 4, 64, 32}},
+    {"large", {256, 512, 8, 2048, 4, 128, 16}},
+};
+
+// Matrix-product flops of one step: the forward's, times 3 (backward does two products per one).
+double step_flops(const Config& c) {
+  const double tokens = static_cast<double>(c.batch * c.seq_len);
+  const double d = static_cast<double>(c.d_model);
+  const double per_layer = 2 * tokens * d * (3 * d) + 2 * tokens * d * d +
+                           2 * 2 * static_cast<double>(c.batch * c.seq_len * c.seq_len) * d +
+                           2 * 2 * tokens * d * static_cast<double>(c.d_ff);
+  return 3 * (static_cast<double>(c.layers) * per_layer + 2 * tokens * d * static_cast<double>(c.vocab));
+}
+
+int usage(const std::string& why) {
+  if (!why.empty()) std::cerr << "train_step: " << why << "\n";
+  std::cerr << "usage: train_step --config tiny|small|medium|large [--threads N] [--steps N] [--warmup N] [--json] "
+               "[--profile]\n";
+  return 2;
+}
+
+bool parse_int(const std::string& s, int64_t lo, int64_t& out) {
+  char* end = nullptr;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (end == s.c_str() || *end != '\0' || v < lo) return false;
+  out = v;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_name = "tiny";
+  int64_t threads = 2, steps = 20, warmup = 3;
+  bool json = false, profile = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
+    if (arg == "--config") config_name = value();
+    else if (arg == "--threads") { if (!parse_int(value(), 1, threads)) return usage("--threads needs an integer >= 1"); }
+    else if (arg == "--steps") { if (!parse_int(value(), 1, steps)) return usage("--steps needs an integer >= 1"); }
+    else if (arg == "--warmup") { if (!parse_int(value(), 0, warmup)) return usage("--warmup needs an integer >= 0"); }
+    else if (arg == "--json") json = true;
+    else if (arg == "--profile") profile = true;
+    else if (arg == "--help" || arg == "-h") return usage(""), 0;
+    else return usage("unknown flag '" + arg + "'");
+  }
+  const auto it = kConfigs.find(config_name);
+  if (it == kConfigs.end()) return usage("unknown config '" + config_name + "'");
+  const Config& c = it->second;
+
+  ag::set_num_threads(static_cast<int>(threads));
+  ag::manual_seed(0);
+  ag::SequenceModelOptions mo;
+  mo.vocab = c.vocab;
+  mo.max_len = c.seq_len;
+  mo.d_model = c.d_model;
+  mo.n_head = c.heads;
+  mo.d_ff = c.d_ff;
+  mo.n_layers = c.layers;
+  mo.norm_first = false;
+  mo.dropout = 0.0;
+  ag::SequenceModel model(mo);
+  ag::AdamOptions ao;
+  ao.lr = 1e-3;
+  ag::Adam optimizer(model.named_parameters(), ao);
+  ag::TaskOptions to;
+  to.kind = ag::TaskKind::reverse;
+  to.vocab_size = c.vocab;
+  to.seq_len = c.seq_len;
+  to.batch_size = c.batch;
+  const ag::SequenceTask task(to);
+
+  ag::Profiler profiler;
+  const auto step = [&](uint64_t index) {
+    const ag::Batch batch = task.train_batch(index);
+    optimizer.zero_grad();
+    ag::Variable loss = ag::cross_entropy(model(batch.inputs), batch.targets);
+    loss.backward();
+    ag::Profiler::Region region("optimizer step");
+    optimizer.step();
+  };
+  for (int64_t s = 0; s < warmup; ++s) step(static_cast<uint64_t>(s));
+  std::vector<double> ms;
+  for (int64_t s = 0; s < steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if (profile) {
+      ag::ProfileScope scope(profiler);
+      step(static_cast<uint64_t>(warmup + s));
+    } else {
+      step(static_cast<uint64_t>(warmup + s));
+    }
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  rusage usage_now{};
+  getrusage(RUSAGE_SELF, &usage_now);
+  const double rss_mb = static_cast<double>(usage_now.ru_maxrss) / 1024.0;
+  const double tokens_per_s = static_cast<double>(c.batch * c.seq_len) / (median / 1e3);
+  const double gflops = step_flops(c) / (median / 1e3) / 1e9;
+
+  if (json) {
+    std::printf(
+        "{\"framework\": \"attograd\", \"config\": \"%s\", \"steps\": %lld, \"median_ms\": %.6f, \"min_ms\": %.6f, "
+        "\"max_ms\": %.6f, \"tokens_per_s\": %.3f, \"gflops\": %.4f, \"peak_rss_mb\": %.3f, \"threads\": %lld}\n",
+        config_name.c_str(), static_cast<long long>(steps), median, sorted.front(), sorted.back(), tokens_per_s, gflops,
+        rss_mb, static_cast<long long>(threads));
+  } else {
+    std::printf("config %s (vocab %lld, d_model %lld, heads %lld, d_ff %lld, layers %lld, T %lld, B %lld), threads %lld\n",
+                config_name.c_str(), static_cast<long long>(c.vocab), static_cast<long long>(c.d_model),
+                static_cast<long long>(c.heads), static_cast<long long>(c.d_ff), static_cast<long long>(c.layers),
+                static_cast<long long>(c.seq_len), static_cast<long long>(c.batch), static_cast<long long>(threads));
+    std::printf("ms/step: median %.3f  min %.3f  max %.3f   tokens/s %.0f   GFLOP/s %.1f   peak RSS %.1f MB\n", median,
+                sorted.front(), sorted.back(), tokens_per_s, gflops, rss_mb);
+  }
+  if (profile) std::cout << "\nper-op profile (" << steps << " steps)\n" << profiler.table(steps);
+  return 0;
+}
