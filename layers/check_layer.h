@@ -36,8 +36,8 @@
 // to(DType::f64) for the duration of the check and back afterwards; f32 inputs are replaced by
 // f64 copies, f64 inputs are used as they are (pass f64 to check a transposed or sliced
 // layout). On return (also by exception) the module's dtype, parameter and buffer values,
-// gradients and training mode, the inputs' gradients and the default generator's state are
-// as they were.
+// gradients and training mode (set on the whole tree, as train() does), the inputs' gradients
+// and the default generator's state are as they were.
 #pragma once
 
 #include <concepts>
