@@ -1,0 +1,153 @@
+// The command line of examples/train_sequence: defaults, every flag reaching its option, both
+// value spellings, and bad input (unknown flags, missing or malformed values, out-of-range
+// numbers, contradictions) rejected with a message that names the flag.
+#include "examples/train_sequence_args.h"
+#include "support.h"
+
+namespace ag::testing {
+namespace {
+
+TrainSequenceArgs parse(std::initializer_list<const char*> args) {
+  return parse_train_sequence_args(std::vector<std::string>(args.begin(), args.end()));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(train_sequence_args)
+
+BOOST_AUTO_TEST_CASE(the_defaults_are_the_readme_run) {
+  const TrainSequenceArgs a = parse({});
+  BOOST_TEST((a.task.kind == TaskKind::reverse));
+  BOOST_TEST(a.task.seq_len == 16);
+  BOOST_TEST(a.task.vocab_size == 16);
+  BOOST_TEST(a.model.vocab == 16);
+  BOOST_TEST(a.model.max_len == 16);
+  BOOST_TEST(a.trainer.target_seq_acc == 0.99);
+  BOOST_TEST(a.trainer.threads == 1);
+  BOOST_TEST(!a.help);
+  BOOST_TEST(!a.quiet);
+  BOOST_TEST(a.save_path.empty());
+  BOOST_TEST(a.log_path.empty());  // main() fills in runs/<task>/...
+}
+
+BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
+  const TrainSequenceArgs a =
+      parse({"--task", "shift", "--shift-k", "3", "--vocab", "12", "--length=10", "--d-model", "48", "--heads", "6",
+             "--d-ff", "96", "--layers", "3", "--post-norm", "--positional", "sinusoidal", "--dropout", "0.1",
+             "--optimizer", "adamw", "--lr", "2e-3", "--min-lr", "1e-4", "--weight-decay", "0.02", "--momentum", "0.8",
+             "--warmup", "50", "--schedule", "linear", "--clip", "0.5", "--steps", "900", "--batch", "48",
+             "--eval-every", "30", "--eval-sequences", "1000", "--target-acc", "0.95", "--seed", "18446744073709551615",
+             "--threads", "2", "--save", "a.safetensors", "--log", "m.jsonl", "--plot", "p.svg", "--quiet"});
+  BOOST_TEST((a.task.kind == TaskKind::shift));
+  BOOST_TEST(a.task.shift == 3);
+  BOOST_TEST(a.task.vocab_size == 12);
+  BOOST_TEST(a.task.seq_len == 10);
+  BOOST_TEST(a.task.batch_size == 48);
+  BOOST_TEST(a.task.seed == 18446744073709551615ull);
+  BOOST_TEST(a.seed == 18446744073709551615ull);
+  BOOST_TEST(a.model.vocab == 12);
+  BOOST_TEST(a.model.max_len == 10);
+  BOOST_TEST(a.model.d_model == 48);
+  BOOST_TEST(a.model.n_head == 6);
+  BOOST_TEST(a.model.d_ff == 96);
+  BOOST_TEST(a.model.n_layers == 3);
+  BOOST_TEST(!a.model.norm_first);
+  BOOST_TEST((a.model.positional == PositionalKind::sinusoidal));
+  BOOST_TEST(a.model.dropout == 0.1);
+  BOOST_TEST((a.trainer.optimizer == OptimizerKind::adamw));
+  BOOST_TEST(a.trainer.lr == 2e-3);
+  BOOST_TEST(a.trainer.min_lr == 1e-4);
+  BOOST_TEST(a.trainer.weight_decay == 0.02);
+  BOOST_TEST(a.trainer.momentum == 0.8);
+  BOOST_TEST(a.trainer.warmup_steps == 50);
+  BOOST_TEST((a.trainer.schedule == LrDecay::linear));
+  BOOST_TEST(a.trainer.clip_norm == 0.5);
+  BOOST_TEST(a.trainer.steps == 900);
+  BOOST_TEST(a.trainer.eval_every == 30);
+  BOOST_TEST(a.trainer.eval_sequences == 1000);
+  BOOST_TEST(a.trainer.target_seq_acc == 0.95);
+  BOOST_TEST(a.trainer.threads == 2);
+  BOOST_TEST(a.save_path == "a.safetensors");
+  BOOST_TEST(a.log_path == "m.jsonl");
+  BOOST_TEST(a.plot_path == "p.svg");
+  BOOST_TEST(a.quiet);
+  BOOST_TEST(parse({"--pre-norm"}).model.norm_first);
+  BOOST_TEST(parse({"-h"}).help);
+}
+
+BOOST_AUTO_TEST_CASE(help_wins_over_later_checks_and_the_usage_lists_every_flag) {
+  BOOST_TEST(parse({"--help"}).help);
+  BOOST_TEST(parse({"--vocab", "5", "--help", "--heads", "7"}).help);  // 7 does not divide 64: not checked
+  BOOST_TEST(parse({"--no-such-flag", "-h"}).help);
+  const std::string usage = train_sequence_usage("train_sequence");
+  for (const char* flag : {"--task", "--shift-k", "--vocab", "--length", "--d-model", "--heads", "--d-ff", "--layers",
+                           "--pre-norm", "--post-norm", "--dropout", "--optimizer", "--lr", "--weight-decay",
+                           "--warmup", "--schedule", "--steps", "--batch", "--eval-every", "--target-acc", "--seed",
+                           "--threads", "--save", "--resume", "--log", "--plot", "--quiet", "--help"}) {
+    BOOST_TEST(usage.find(flag) != std::string::npos, flag);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(unknown_flags_and_missing_values_are_usage_errors) {
+  AG_CHECK_THROWS_WITH(parse({"--epochs", "3"}), UsageError, "unknown flag --epochs");
+  AG_CHECK_THROWS_WITH(parse({"reverse"}), UsageError, "unexpected argument 'reverse'");
+  AG_CHECK_THROWS_WITH(parse({"--steps"}), UsageError, "--steps", "missing value");
+  AG_CHECK_THROWS_WITH(parse({"--log="}), UsageError, "--log", "empty value");
+  AG_CHECK_THROWS_WITH(parse({"--quiet=yes"}), UsageError, "--quiet", "takes no value");
+  AG_CHECK_THROWS_WITH(parse({"--lr", "1e-3", "--lr", "2e-3"}), UsageError, "--lr", "more than once");
+  // A usage error is an invalid_argument, so library-style handlers catch it too.
+  BOOST_CHECK_THROW(parse({"--bogus"}), std::invalid_argument);
+}
+
+BOOST_AUTO_TEST_CASE(malformed_and_out_of_range_numbers_name_the_flag) {
+  AG_CHECK_THROWS_WITH(parse({"--steps", "abc"}), UsageError, "--steps", "'abc' is not an integer");
+  AG_CHECK_THROWS_WITH(parse({"--steps", "12x"}), UsageError, "--steps", "'12x'");
+  AG_CHECK_THROWS_WITH(parse({"--steps", "1.5"}), UsageError, "--steps", "'1.5'");
+  AG_CHECK_THROWS_WITH(parse({"--steps", "0"}), UsageError, "--steps", "out of range");
+  AG_CHECK_THROWS_WITH(parse({"--steps", "99999999999999999999"}), UsageError, "--steps");
+  AG_CHECK_THROWS_WITH(parse({"--batch", "-4"}), UsageError, "--batch", "out of range");
+  AG_CHECK_THROWS_WITH(parse({"--vocab", "1"}), UsageError, "--vocab", "out of range");
+  AG_CHECK_THROWS_WITH(parse({"--heads", "0"}), UsageError, "--heads");
+  AG_CHECK_THROWS_WITH(parse({"--lr", "fast"}), UsageError, "--lr", "'fast' is not a finite number");
+  AG_CHECK_THROWS_WITH(parse({"--lr", "nan"}), UsageError, "--lr");
+  AG_CHECK_THROWS_WITH(parse({"--lr", "inf"}), UsageError, "--lr");
+  AG_CHECK_THROWS_WITH(parse({"--lr", "0"}), UsageError, "--lr");
+  AG_CHECK_THROWS_WITH(parse({"--dropout", "1"}), UsageError, "--dropout", "out of range [0, 1)");
+  AG_CHECK_THROWS_WITH(parse({"--momentum", "-0.1"}), UsageError, "--momentum");
+  AG_CHECK_THROWS_WITH(parse({"--target-acc", "1.5"}), UsageError, "--target-acc");
+  AG_CHECK_THROWS_WITH(parse({"--target-acc", "0"}), UsageError, "--target-acc");
+  AG_CHECK_THROWS_WITH(parse({"--threads", "0"}), UsageError, "--threads");
+  AG_CHECK_THROWS_WITH(parse({"--seed", "-1"}), UsageError, "--seed", "unsigned");
+}
+
+BOOST_AUTO_TEST_CASE(bad_choices_and_contradictions_are_usage_errors) {
+  AG_CHECK_THROWS_WITH(parse({"--task", "translate"}), UsageError, "--task", "translate", "copy, reverse, sort or shift");
+  AG_CHECK_THROWS_WITH(parse({"--optimizer", "lion"}), UsageError, "--optimizer", "lion");
+  AG_CHECK_THROWS_WITH(parse({"--schedule", "step"}), UsageError, "--schedule", "step");
+  AG_CHECK_THROWS_WITH(parse({"--positional", "rotary"}), UsageError, "--positional", "rotary");
+  AG_CHECK_THROWS_WITH(parse({"--heads", "5"}), UsageError, "--heads", "5", "--d-model 64");
+  AG_CHECK_THROWS_WITH(parse({"--task", "shift", "--length", "4", "--shift-k", "4"}), UsageError, "--shift-k",
+                       "--length 4");
+  AG_CHECK_THROWS_WITH(parse({"--shift-k", "2"}), UsageError, "--shift-k", "--task shift");
+  AG_CHECK_THROWS_WITH(parse({"--pre-norm", "--post-norm"}), UsageError, "--pre-norm", "--post-norm");
+  AG_CHECK_THROWS_WITH(parse({"--warmup", "500", "--steps", "500"}), UsageError, "--warmup", "--steps 500");
+  BOOST_TEST(parse({"--warmup", "500", "--steps", "500", "--schedule", "constant"}).trainer.warmup_steps == 500);
+  AG_CHECK_THROWS_WITH(parse({"--lr", "1e-3", "--min-lr", "1e-2"}), UsageError, "--min-lr", "--lr");
+}
+
+BOOST_AUTO_TEST_CASE(resume_takes_the_run_from_the_checkpoint) {
+  const TrainSequenceArgs a = parse({"--resume", "ckpt.safetensors", "--eval-every", "7", "--threads", "2"});
+  BOOST_TEST(a.resume_path == "ckpt.safetensors");
+  BOOST_TEST(a.trainer.eval_every == 7);
+  for (const char* flag : {"--lr", "--task", "--d-model", "--steps", "--seed", "--batch", "--dropout"}) {
+    const std::vector<std::string> args = {"--resume", "ckpt.safetensors", flag,
+                                           std::string(flag) == "--task"      ? "sort"
+                                           : std::string(flag) == "--dropout" ? "0.5"
+                                                                              : "1"};
+    AG_CHECK_THROWS_WITH(parse_train_sequence_args(args), UsageError, flag, "--resume");
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace ag::testing
