@@ -451,8 +451,12 @@ Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DTyp
   const uint64_t key = gen.next_stream();
   dispatch(dtype, [&]<typename T>(T) {
     T* p = t.data<T>();
+    // A draw just below 1 can round up to `high` in T (f32 especially): keep it below.
+    const T top = static_cast<T>(high);
+    const T below_top = std::nextafter(top, static_cast<T>(low));
     for (int64_t i = 0; i < t.numel(); ++i) {
-      p[i] = static_cast<T>(low + (high - low) * Generator::uniform_f64(key, static_cast<uint64_t>(i)));
+      const T v = static_cast<T>(low + (high - low) * Generator::uniform_f64(key, static_cast<uint64_t>(i)));
+      p[i] = v < top || low == high ? v : below_top;
     }
   });
   return t;

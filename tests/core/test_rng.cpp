@@ -145,6 +145,17 @@ BOOST_AUTO_TEST_CASE(uniform_bits_map_into_the_unit_interval) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(uniform_f32_never_reaches_high) {
+  // With this seed element 242 draws u = 0.9999999846..., which rounds to 1.0f (and -1 + 4u to
+  // 3.0f): the value must still stay below `high`.
+  for (const auto& [low, high] : {std::pair{0.0, 1.0}, std::pair{-1.0, 3.0}}) {
+    Generator g(369253);
+    const std::vector<double> v = values(uniform({256}, low, high, g, DType::f32));
+    for (double x : v) BOOST_TEST_REQUIRE((x >= low && x < high), x << " outside [" << low << ", " << high << ")");
+    BOOST_TEST(v[242] == static_cast<double>(std::nextafter(static_cast<float>(high), 0.0f)));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(degenerate_ranges) {
   Generator g(1);
   BOOST_TEST(values(uniform({5}, 2.0, 2.0, g, DType::f64)) == std::vector<double>(5, 2.0));
