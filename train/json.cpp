@@ -266,13 +266,6 @@ const char* json_type_name(Json::Type type) {
   return "?";
 }
 
-Json::Json(uint64_t v) {
-  if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    throw std::invalid_argument("Json: integer " + std::to_string(v) + " does not fit int64");
-  }
-  value_ = static_cast<int64_t>(v);
-}
-
 Json Json::object(Object members) {
   for (size_t i = 0; i < members.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {

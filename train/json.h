@@ -16,11 +16,14 @@
 //     nesting depth, so a hostile header cannot exhaust the stack.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -42,9 +45,11 @@ class Json {
   Json() = default;  // null
   Json(std::nullptr_t) {}
   Json(bool b) : value_(b) {}
-  Json(int v) : value_(static_cast<int64_t>(v)) {}
-  Json(int64_t v) : value_(v) {}
-  Json(uint64_t v);  // throws std::invalid_argument above INT64_MAX
+  // Every integer type (int, long, long long, size_t, ...) is stored as int64; an unsigned
+  // value above INT64_MAX throws std::invalid_argument.
+  template <std::integral I>
+    requires(!std::same_as<I, bool>)
+  Json(I v) : value_(to_int64(v)) {}
   Json(double v) : value_(v) {}
   Json(const char* s) : value_(std::string(s)) {}
   Json(std::string s) : value_(std::move(s)) {}
@@ -95,6 +100,15 @@ class Json {
   explicit Json(Array items) : value_(std::move(items)) {}
   explicit Json(Object members) : value_(std::move(members)) {}
   void dump_to(std::string& out) const;
+  template <std::integral I>
+  static int64_t to_int64(I v) {
+    if constexpr (std::is_unsigned_v<I>) {
+      if (static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        throw std::invalid_argument("Json: integer " + std::to_string(v) + " does not fit int64");
+      }
+    }
+    return static_cast<int64_t>(v);
+  }
 
   // The order of alternatives matches Type.
   std::variant<std::nullptr_t, bool, int64_t, double, std::string, Array, Object> value_{nullptr};

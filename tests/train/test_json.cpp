@@ -87,6 +87,11 @@ BOOST_AUTO_TEST_CASE(typed_access_names_the_types) {
   BOOST_TEST(j.find("missing") == nullptr);
   AG_CHECK_THROWS_WITH(Json::object({{"a", Json(1)}, {"a", Json(2)}}), std::invalid_argument, "duplicate key \"a\"");
   AG_CHECK_THROWS_WITH(Json(std::numeric_limits<uint64_t>::max()), std::invalid_argument, "does not fit int64");
+  // Any integer type is an integer (no ambiguity between int, long, long long, size_t).
+  BOOST_TEST(Json(5LL).as_int() == 5);
+  BOOST_TEST(Json(size_t{7}).as_int() == 7);
+  BOOST_TEST(Json(static_cast<unsigned short>(9)).dump() == "9");
+  BOOST_TEST(Json(std::numeric_limits<int64_t>::min()).dump() == "-9223372036854775808");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
