@@ -43,41 +43,50 @@ struct TrainSequenceArgs {
   std::set<std::string> given;  // the flags on the command line, e.g. "--lr"
 };
 
+// The defaults shown are read from the option structs, so the text cannot drift from them.
 inline std::string train_sequence_usage(const std::string& program) {
+  const TaskOptions task;
+  const SequenceModelOptions model;
+  const TrainerOptions trainer;
   std::ostringstream os;
   os << "usage: " << program << " [flags]\n"
      << "Trains a small transformer encoder on a toy sequence task and reports held-out accuracy.\n"
      << "The defaults train `reverse` (length 16, vocab 16) to 99% exact-sequence accuracy in seconds.\n\n"
      << "task\n"
-     << "  --task copy|reverse|sort|shift   what to learn (default reverse)\n"
-     << "  --shift-k K        rotation of the shift task, 1 <= K < length (default 1)\n"
-     << "  --vocab V          tokens 0..V-1, V >= 2 (default 16)\n"
-     << "  --length T         sequence length, 1..4096 (default 16)\n"
+     << "  --task copy|reverse|sort|shift   what to learn (default " << task_name(task.kind) << ")\n"
+     << "  --shift-k K        rotation of the shift task, 1 <= K < length (default " << task.shift << ")\n"
+     << "  --vocab V          tokens 0..V-1, V >= 2 (default " << task.vocab_size << ")\n"
+     << "  --length T         sequence length, 1..4096 (default " << task.seq_len << ")\n"
      << "model\n"
-     << "  --d-model D        width (default 64)\n"
-     << "  --heads H          attention heads, must divide D (default 4)\n"
-     << "  --d-ff F           feed-forward width (default 256)\n"
-     << "  --layers L         encoder blocks (default 2)\n"
-     << "  --pre-norm | --post-norm   LayerNorm placement (default pre-norm)\n"
-     << "  --positional learned|sinusoidal   position embedding (default learned)\n"
-     << "  --dropout P        in [0, 1) (default 0)\n"
+     << "  --d-model D        width (default " << model.d_model << ")\n"
+     << "  --heads H          attention heads, must divide D (default " << model.n_head << ")\n"
+     << "  --d-ff F           feed-forward width (default " << model.d_ff << ")\n"
+     << "  --layers L         encoder blocks (default " << model.n_layers << ")\n"
+     << "  --pre-norm | --post-norm   LayerNorm placement (default " << (model.norm_first ? "pre" : "post")
+     << "-norm)\n"
+     << "  --positional learned|sinusoidal   position embedding (default " << positional_kind_name(model.positional)
+     << ")\n"
+     << "  --dropout P        in [0, 1) (default " << model.dropout << ")\n"
      << "optimisation\n"
-     << "  --optimizer sgd|adam|adamw   (default adam)\n"
-     << "  --lr LR            peak learning rate (default 0.003)\n"
-     << "  --min-lr LR        learning rate at the end of the decay (default 0)\n"
-     << "  --weight-decay W   (default 0)\n"
-     << "  --momentum M       SGD momentum in [0, 1) (default 0.9)\n"
-     << "  --warmup N         linear warm-up steps (default 100)\n"
-     << "  --schedule constant|cosine|linear   decay after warm-up (default cosine)\n"
-     << "  --clip C           max gradient norm, 0 = off (default 1)\n"
-     << "  --steps N          step budget and end of the decay (default 2000)\n"
-     << "  --batch B          sequences per step (default 64)\n"
-     << "  --seed S           initialisation, dropout and training data (default 0)\n"
+     << "  --optimizer sgd|adam|adamw   (default " << optimizer_kind_name(trainer.optimizer) << ")\n"
+     << "  --lr LR            peak learning rate (default " << trainer.lr << ")\n"
+     << "  --min-lr LR        learning rate at the end of the decay (default " << trainer.min_lr << ")\n"
+     << "  --weight-decay W   L2 (sgd, adam) or decoupled (adamw) (default " << trainer.weight_decay << ")\n"
+     << "  --momentum M       SGD momentum in [0, 1) (default " << trainer.momentum << ")\n"
+     << "  --warmup N         linear warm-up steps (default " << trainer.warmup_steps << ")\n"
+     << "  --schedule constant|cosine|linear   decay after warm-up (default " << lr_decay_name(trainer.schedule)
+     << ")\n"
+     << "  --clip C           max gradient norm, 0 = off (default " << trainer.clip_norm << ")\n"
+     << "  --steps N          step budget and end of the decay (default " << trainer.steps << ")\n"
+     << "  --batch B          sequences per step (default " << task.batch_size << ")\n"
+     << "  --seed S           initialisation, dropout and training data (default " << task.seed << ")\n"
      << "evaluation and output\n"
-     << "  --eval-every N     evaluate on held-out sequences every N steps (default 100)\n"
-     << "  --eval-sequences N held-out sequences per evaluation (default 512)\n"
-     << "  --target-acc A     stop at this held-out exact-sequence accuracy, in (0, 1] (default 0.99)\n"
-     << "  --threads N        threads for matrix products (default 1; more rarely helps small models)\n"
+     << "  --eval-every N     evaluate on held-out sequences every N steps (default " << trainer.eval_every << ")\n"
+     << "  --eval-sequences N held-out sequences per evaluation (default " << trainer.eval_sequences << ")\n"
+     << "  --target-acc A     stop at this held-out exact-sequence accuracy, in (0, 1] (default "
+     << trainer.target_seq_acc << ")\n"
+     << "  --threads N        threads for matrix products (default " << trainer.threads
+     << "; more rarely pays off on models this small)\n"
      << "  --save PATH        checkpoint (safetensors) at every evaluation and at the end\n"
      << "  --resume PATH      continue the run saved in PATH (model, task and optimizer come from it)\n"
      << "  --log PATH         metrics, one JSON line per evaluation (default runs/<task>/metrics.jsonl)\n"
@@ -141,13 +150,7 @@ auto parse_choice(const std::string& flag, const std::string& text, Parse parse)
 inline TrainSequenceArgs parse_train_sequence_args(const std::vector<std::string>& argv) {
   using namespace detail;
   constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
-  TrainSequenceArgs a;
-  a.model.d_model = 64;
-  a.model.n_head = 4;
-  a.model.d_ff = 256;
-  a.model.n_layers = 2;
-  a.model.norm_first = true;
-  a.task.batch_size = 64;
+  TrainSequenceArgs a;  // the option structs' defaults are the README run
 
   using Setter = std::function<void(const std::string& flag, const std::string& value)>;
   const std::map<std::string, Setter> with_value = {

@@ -103,7 +103,6 @@ struct LoopState {
   int64_t step = 0;
   double window_loss_sum = 0;
   int64_t window_steps = 0;
-  double last_grad_norm = 0;
   double elapsed_s = 0;
 };
 
@@ -111,7 +110,6 @@ std::string loop_state_to_json(const LoopState& s) {
   return Json::object({{"step", Json(s.step)},
                        {"window_loss_sum", Json(s.window_loss_sum)},
                        {"window_steps", Json(s.window_steps)},
-                       {"last_grad_norm", Json(s.last_grad_norm)},
                        {"elapsed_s", Json(s.elapsed_s)}})
       .dump();
 }
@@ -122,7 +120,6 @@ LoopState loop_state_from_json(const std::string& text) {
   s.step = j.at("step").as_int();
   s.window_loss_sum = j.at("window_loss_sum").as_double();
   s.window_steps = j.at("window_steps").as_int();
-  s.last_grad_norm = j.at("last_grad_norm").as_double();
   s.elapsed_s = j.at("elapsed_s").as_double();
   if (s.step < 0 || s.window_steps < 0 || s.window_steps > s.step) {
     throw std::invalid_argument("step " + std::to_string(s.step) + " and window_steps " +
@@ -320,13 +317,54 @@ TrainSummary Trainer::run() {
   }
   std::optional<ProgressDisplay> display;
   if (outputs_.progress != nullptr) display.emplace(*outputs_.progress, outputs_.interactive, options_.eval_every);
+  ProgressInfo info;
+  info.total_steps = options_.steps;
+  bool have_eval = false;
+
+  // Evaluates, closes the metrics window into a row, and writes the log, the plot and (after
+  // an update) the checkpoint. `last` is the update just made, null before the first one.
+  const auto record = [&](const StepResult* last, double tokens_per_s) {
+    summary.eval = evaluate();
+    have_eval = true;
+    MetricsRow row;
+    row.step = step_;
+    if (window_steps_ > 0) row.train_loss = window_loss_sum_ / static_cast<double>(window_steps_);
+    row.eval_loss = summary.eval.loss();
+    row.token_acc = summary.eval.token_accuracy();
+    row.seq_acc = summary.eval.sequence_accuracy();
+    if (last != nullptr) {
+      row.lr = last->lr;
+      row.grad_norm = last->grad_norm;
+      row.tokens_per_s = tokens_per_s;
+    }
+    row.elapsed_s = elapsed_s();
+    window_loss_sum_ = 0;
+    window_steps_ = 0;
+    if (log) {
+      log->append(row);
+      if (!outputs_.plot_path.empty()) write_metrics_plot(outputs_.plot_path, log->rows(), {.title = outputs_.plot_title});
+    }
+    if (last != nullptr && !outputs_.checkpoint_path.empty()) save_checkpoint(outputs_.checkpoint_path);
+    info.token_acc = row.token_acc;
+    info.seq_acc = row.seq_acc;
+    if (display && outputs_.interactive) {
+      std::ostringstream line;
+      line.setf(std::ios::fixed);
+      line.precision(4);
+      line << "step " << step_ << ": held-out loss " << row.eval_loss;
+      line.precision(1);
+      line << ", token acc " << 100 * row.token_acc << "%, sequence acc " << 100 * row.seq_acc << "%";
+      display->message(line.str());
+    }
+    return row;
+  };
+
+  // A fresh run starts its log with the untrained model: the baseline every curve starts from.
+  if (step_ == 0 && !resumed_ && step_ < options_.steps) record(nullptr, 0.0);
 
   const TaskOptions& t = task_.options();
   const int64_t tokens_per_step = t.batch_size * t.seq_len;
   double train_s = 0;
-  bool have_eval = false;
-  ProgressInfo info;
-  info.total_steps = options_.steps;
   while (step_ < options_.steps) {
     const Clock::time_point t0 = Clock::now();
     const StepResult r = train_step();
@@ -334,44 +372,14 @@ TrainSummary Trainer::run() {
     ++summary.steps_this_run;
     window_loss_sum_ += r.loss;
     ++window_steps_;
-    last_grad_norm_ = r.grad_norm;
     if (outputs_.on_step) outputs_.on_step(step_, r.loss);
 
     const bool stop = stop_requested_.load();
     const double tokens_per_s = train_s > 0 ? static_cast<double>(summary.steps_this_run * tokens_per_step) / train_s : 0;
+    summary.tokens_per_s = tokens_per_s;
     info.loss = window_loss_sum_ / static_cast<double>(window_steps_);
     if (step_ % options_.eval_every == 0 || step_ == options_.steps) {
-      summary.eval = evaluate();
-      have_eval = true;
-      MetricsRow row;
-      row.step = step_;
-      row.train_loss = info.loss;
-      row.eval_loss = summary.eval.loss();
-      row.token_acc = summary.eval.token_accuracy();
-      row.seq_acc = summary.eval.sequence_accuracy();
-      row.lr = r.lr;
-      row.grad_norm = r.grad_norm;
-      row.tokens_per_s = tokens_per_s;
-      row.elapsed_s = elapsed_s();
-      window_loss_sum_ = 0;
-      window_steps_ = 0;
-      if (log) {
-        log->append(row);
-        if (!outputs_.plot_path.empty()) write_metrics_plot(outputs_.plot_path, log->rows(), {.title = outputs_.plot_title});
-      }
-      if (!outputs_.checkpoint_path.empty()) save_checkpoint(outputs_.checkpoint_path);
-      info.token_acc = row.token_acc;
-      info.seq_acc = row.seq_acc;
-      summary.reached_target = row.seq_acc >= options_.target_seq_acc;
-      if (display && outputs_.interactive) {
-        std::ostringstream line;
-        line.setf(std::ios::fixed);
-        line.precision(4);
-        line << "step " << step_ << ": held-out loss " << row.eval_loss;
-        line.precision(1);
-        line << ", token acc " << 100 * row.token_acc << "%, sequence acc " << 100 * row.seq_acc << "%";
-        display->message(line.str());
-      }
+      summary.reached_target = record(&r, tokens_per_s).seq_acc >= options_.target_seq_acc;
     } else if (stop && !outputs_.checkpoint_path.empty()) {
       save_checkpoint(outputs_.checkpoint_path);
     }
@@ -381,7 +389,6 @@ TrainSummary Trainer::run() {
       info.elapsed_s = elapsed_s();
       display->update(info);
     }
-    summary.tokens_per_s = tokens_per_s;
     if (summary.reached_target || stop) {
       summary.interrupted = stop && !summary.reached_target;
       break;
@@ -400,7 +407,6 @@ std::map<std::string, std::string> Trainer::metadata() const {
   loop.step = step_;
   loop.window_loss_sum = window_loss_sum_;
   loop.window_steps = window_steps_;
-  loop.last_grad_norm = last_grad_norm_;
   loop.elapsed_s = elapsed_s();
   return {{"model", sequence_model_options_to_json(model_.options())},
           {"task", task_options_to_json(task_.options())},
@@ -455,7 +461,6 @@ void Trainer::resume(const std::string& path) {
   step_ = loop.step;
   window_loss_sum_ = loop.window_loss_sum;
   window_steps_ = loop.window_steps;
-  last_grad_norm_ = loop.last_grad_norm;
   elapsed_before_s_ = loop.elapsed_s;
   resumed_ = true;
 }

@@ -2,7 +2,7 @@
 //
 //   manual_seed(seed);                                   // the model's initialisation
 //   SequenceModel model(model_options);
-//   Trainer trainer(model, task_options, {.lr = 3e-3, .steps = 2000}, {.progress = &std::cout});
+//   Trainer trainer(model, task_options, {.lr = 3e-3, .steps = 2000}, outputs);
 //   TrainSummary summary = trainer.run();                // until the target accuracy or the budget
 //
 // One update (train_step), for update number n = step() + 1:
@@ -14,7 +14,8 @@
 //   backward, clip_grad_norm (when clip_norm > 0), optimizer lr = schedule.at(n - 1), step
 // Every eval_every updates, and at the last one, run() evaluates on eval_sequences held-out
 // sequences (loss, token and exact-sequence accuracy), appends a metrics row, redraws the plot,
-// saves the checkpoint, and stops once the exact-sequence accuracy reaches target_seq_acc.
+// saves the checkpoint, and stops once the exact-sequence accuracy reaches target_seq_acc. A
+// fresh run also evaluates before its first update (row 0, the untrained baseline).
 //
 // Checkpoints (train/checkpoint.h) hold parameters, optimizer state, the generator state, the
 // data position and, as JSON in the metadata, "model", "task" and "trainer" (the options that
@@ -49,16 +50,16 @@ OptimizerKind parse_optimizer_kind(const std::string& name);
 struct TrainerOptions {
   // What the trajectory depends on: stored in checkpoints and required to match on resume.
   OptimizerKind optimizer = OptimizerKind::adam;
-  double lr = 3e-3;            // peak learning rate (after warm-up)
+  double lr = 5e-3;            // peak learning rate (after warm-up)
   double min_lr = 0.0;         // reached at `steps` by cosine and linear decay
   double weight_decay = 0.0;   // L2 for SGD and Adam, decoupled for AdamW
   double momentum = 0.9;       // SGD only
-  int64_t warmup_steps = 100;
+  int64_t warmup_steps = 30;
   LrDecay schedule = LrDecay::cosine;
-  int64_t steps = 2000;        // the step budget, and the end of the decay
+  int64_t steps = 1000;        // the step budget, and the end of the decay
   double clip_norm = 1.0;      // max global gradient norm; 0 turns clipping off
   // What only observes the run.
-  int64_t eval_every = 100;
+  int64_t eval_every = 10;
   int64_t eval_sequences = 512;  // held-out sequences per evaluation
   double target_seq_acc = 0.99;  // stop at the first evaluation that reaches it; > 1 never stops
   int threads = 1;               // ag::set_num_threads at construction
@@ -152,7 +153,6 @@ class Trainer {
   // The current metrics window (since the last evaluation) and the time before this session.
   double window_loss_sum_ = 0;
   int64_t window_steps_ = 0;
-  double last_grad_norm_ = 0;
   double elapsed_before_s_ = 0;
   bool running_ = false;  // inside run(): elapsed_s() adds the time since run_start_
   std::chrono::steady_clock::time_point run_start_;

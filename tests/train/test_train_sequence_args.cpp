@@ -24,6 +24,11 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_readme_run) {
   BOOST_TEST(a.model.max_len == 16);
   BOOST_TEST(a.trainer.target_seq_acc == 0.99);
   BOOST_TEST(a.trainer.threads == 1);
+  BOOST_TEST(a.model.d_model == 64);
+  BOOST_TEST(a.model.n_layers == 2);
+  BOOST_TEST(a.model.norm_first);
+  BOOST_TEST((a.trainer.optimizer == OptimizerKind::adam));
+  BOOST_TEST(a.trainer.warmup_steps < a.trainer.steps);
   BOOST_TEST(!a.help);
   BOOST_TEST(!a.quiet);
   BOOST_TEST(a.save_path.empty());
@@ -80,6 +85,7 @@ BOOST_AUTO_TEST_CASE(help_wins_over_later_checks_and_the_usage_lists_every_flag)
   BOOST_TEST(parse({"--vocab", "5", "--help", "--heads", "7"}).help);  // 7 does not divide 64: not checked
   BOOST_TEST(parse({"--no-such-flag", "-h"}).help);
   const std::string usage = train_sequence_usage("train_sequence");
+  BOOST_TEST(usage.find("(default " + std::to_string(TrainerOptions{}.steps) + ")") != std::string::npos);
   for (const char* flag : {"--task", "--shift-k", "--vocab", "--length", "--d-model", "--heads", "--d-ff", "--layers",
                            "--pre-norm", "--post-norm", "--dropout", "--optimizer", "--lr", "--weight-decay",
                            "--warmup", "--schedule", "--steps", "--batch", "--eval-every", "--target-acc", "--seed",

@@ -150,15 +150,17 @@ BOOST_AUTO_TEST_CASE(resume_continues_the_run_bit_for_bit) {
   // The resumed log continues the interrupted one and matches the uninterrupted log row by row
   // in everything but timing.
   const std::vector<MetricsRow> ra = read_metrics_log(dir.file("a.jsonl")), rc = read_metrics_log(dir.file("b.jsonl"));
-  BOOST_REQUIRE(ra.size() == 6u);  // steps 5, 10, ..., 30
+  BOOST_REQUIRE(ra.size() == 7u);  // the baseline at step 0, then steps 5, 10, ..., 30
   BOOST_REQUIRE(rc.size() == ra.size());
+  // Compares doubles bit for bit, the missing values (NaN) of the baseline row included.
+  const auto same = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
   for (size_t i = 0; i < ra.size(); ++i) {
     BOOST_TEST(rc[i].step == ra[i].step);
-    BOOST_TEST(rc[i].train_loss == ra[i].train_loss, "row " << i);
-    BOOST_TEST(rc[i].eval_loss == ra[i].eval_loss, "row " << i);
-    BOOST_TEST(rc[i].seq_acc == ra[i].seq_acc);
-    BOOST_TEST(rc[i].lr == ra[i].lr);
-    BOOST_TEST(rc[i].grad_norm == ra[i].grad_norm);
+    BOOST_TEST(same(rc[i].train_loss, ra[i].train_loss), "row " << i);
+    BOOST_TEST(same(rc[i].eval_loss, ra[i].eval_loss), "row " << i);
+    BOOST_TEST(same(rc[i].seq_acc, ra[i].seq_acc), "row " << i);
+    BOOST_TEST(same(rc[i].lr, ra[i].lr), "row " << i);
+    BOOST_TEST(same(rc[i].grad_norm, ra[i].grad_norm), "row " << i);
   }
 }
 
@@ -261,14 +263,22 @@ BOOST_AUTO_TEST_CASE(run_stops_at_the_budget_evaluating_logging_plotting_and_sav
   BOOST_TEST(s.tokens_per_s > 0);
 
   const std::vector<MetricsRow> rows = read_metrics_log(dir.file("run.jsonl"));
-  BOOST_REQUIRE(rows.size() == 3u);  // evaluations at 5, 10 and the last step
-  BOOST_TEST(rows[0].step == 5);
-  BOOST_TEST(rows[1].step == 10);
-  BOOST_TEST(rows[2].step == 12);
-  BOOST_TEST(rows[2].eval_loss == s.eval.loss());
-  BOOST_TEST(rows[2].seq_acc == s.eval.sequence_accuracy());
-  BOOST_TEST(rows[1].lr == LrSchedule({.lr = 3e-3, .warmup_steps = 5, .total_steps = 12, .decay = LrDecay::cosine}).at(9));
-  for (const MetricsRow& r : rows) BOOST_TEST((std::isfinite(r.train_loss) && std::isfinite(r.grad_norm) && r.elapsed_s > 0));
+  BOOST_REQUIRE(rows.size() == 4u);  // the untrained baseline, evaluations at 5, 10 and the last step
+  BOOST_TEST(rows[0].step == 0);
+  BOOST_TEST(rows[1].step == 5);
+  BOOST_TEST(rows[2].step == 10);
+  BOOST_TEST(rows[3].step == 12);
+  BOOST_TEST(rows[3].eval_loss == s.eval.loss());
+  BOOST_TEST(rows[3].seq_acc == s.eval.sequence_accuracy());
+  BOOST_TEST(rows[2].lr == LrSchedule({.lr = 3e-3, .warmup_steps = 5, .total_steps = 12, .decay = LrDecay::cosine}).at(9));
+  // Before any update there is no training loss, rate or gradient; the held-out loss of an
+  // untrained model is about ln 6.
+  BOOST_TEST((std::isnan(rows[0].train_loss) && std::isnan(rows[0].lr) && std::isnan(rows[0].grad_norm)));
+  BOOST_TEST(std::abs(rows[0].eval_loss - std::log(6.0)) < 0.5);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    BOOST_TEST((std::isfinite(rows[i].train_loss) && std::isfinite(rows[i].grad_norm) && rows[i].elapsed_s > 0));
+  }
+  BOOST_TEST(rows[3].eval_loss < rows[0].eval_loss);
 
   const std::string svg = slurp(dir.file("run.svg"));
   BOOST_TEST(svg.find("<svg") != std::string::npos);
