@@ -17,6 +17,9 @@
 
 namespace ag {
 
+// request_stop() runs in signal handlers, where only lock-free atomics are safe.
+static_assert(std::atomic<bool>::is_always_lock_free);
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -54,6 +57,12 @@ std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const Tr
 
 LrScheduleOptions schedule_options(const TrainerOptions& o) {
   return {.lr = o.lr, .min_lr = o.min_lr, .warmup_steps = o.warmup_steps, .total_steps = o.steps, .decay = o.schedule};
+}
+
+// Validates every option first, so that a bad one is reported by its own name.
+LrScheduleOptions checked_schedule_options(const TrainerOptions& o) {
+  validate(o);
+  return schedule_options(o);
 }
 
 // Puts the model in eval mode for one scope and back into the mode it had.
@@ -229,7 +238,7 @@ Trainer::Trainer(SequenceModel& model, const TaskOptions& task, const TrainerOpt
       options_(options),
       outputs_(std::move(outputs)),
       params_(model.named_parameters()),
-      schedule_((validate(options), schedule_options(options))) {
+      schedule_(checked_schedule_options(options)) {
   const SequenceModelOptions& m = model.options();
   if (m.vocab != task.vocab_size || m.max_len < task.seq_len) {
     throw std::invalid_argument("Trainer: the model (vocab " + std::to_string(m.vocab) + ", max_len " +
