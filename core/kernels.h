@@ -67,7 +67,8 @@ Tensor log_softmax_backward(const Tensor& y, const Tensor& g, int64_t axis);
 // ---- matrix products (OpenBLAS) ----
 // a: (..., M, K), b: (..., K, N) -> (..., M, N), batch dimensions broadcast. Operands whose last
 // two dimensions are a transposed view go to BLAS with CblasTrans instead of being copied.
-Tensor matmul(const Tensor& a, const Tensor& b);
+// bias: undefined, or (N,) added to every row of the result (fused: no second pass over it).
+Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor());
 
 // ---- concatenation ----
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis);

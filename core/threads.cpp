@@ -5,13 +5,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/parallel.h"
+
 namespace ag {
 
 void set_num_threads(int n) {
   if (n < 1) throw std::invalid_argument("set_num_threads: need at least 1 thread, got " + std::to_string(n));
-  openblas_set_num_threads(n);
+  openblas_set_num_threads(1);
+  detail::resize_pool(n);
 }
 
-int num_threads() { return openblas_get_num_threads(); }
+int num_threads() { return detail::pool_threads(); }
 
 }  // namespace ag

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/kernels.h"
+#include "core/parallel.h"
 
 namespace ag::kernels {
 
@@ -176,10 +177,12 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
     const ScoreOperand<T> mask(keep, scores), add(bias, scores);
     const T kScale = static_cast<T>(scale);
     const T neg_inf = -std::numeric_limits<T>::infinity();
-    std::vector<T> dropped(dropout.active() ? static_cast<size_t>(Tq * Tk) : 0);
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t h = 0; h < H; ++h) {
-        const int64_t slice = b * H + h;
+    // (b, h) slices are independent: split them over the pool, each piece with its own scratch.
+    const double work = 4.0 * static_cast<double>(B * H * Tq * Tk) * static_cast<double>(Dk + Dv);
+    parallel_for(B * H, parallel_chunks(B * H, work), [&](int64_t first, int64_t last) {
+      std::vector<T> dropped(dropout.active() ? static_cast<size_t>(Tq * Tk) : 0);
+      for (int64_t slice = first; slice < last; ++slice) {
+        const int64_t b = slice / H, h = slice % H;
         T* P = out.weights.data<T>() + slice * Tq * Tk;
         gemm<T>(Q.trans, flipped(K.trans), Tq, Tk, Dk, kScale, Q.slice<T>(b, h), Q.ld, K.slice<T>(b, h), K.ld, T(0),
                 P, Tk);
@@ -217,7 +220,7 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
         gemm<T>(CblasNoTrans, V.trans, Tq, Dv, Tk, T(1), weights, Tk, V.slice<T>(b, h), V.ld, T(0),
                 out.output.data<T>() + slice * Tq * Dv, Dv);
       }
-    }
+    });
   });
   return out;
 }
@@ -260,11 +263,12 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
   dispatch(dtype, [&]<typename T>(T) {
     const T kScale = static_cast<T>(scale);
     const size_t slice_elems = static_cast<size_t>(Tq * Tk);
-    std::vector<T> dropped(dropout.active() && want_v ? slice_elems : 0);
-    std::vector<T> scratch(want_scores_path && !want_scores ? slice_elems : 0);
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t h = 0; h < H; ++h) {
-        const int64_t slice = b * H + h;
+    const double work = 2.0 * static_cast<double>(B * H * Tq * Tk) * static_cast<double>(Dv + 2 * Dk + Dv);
+    parallel_for(B * H, parallel_chunks(B * H, work), [&](int64_t first, int64_t last) {
+      std::vector<T> dropped(dropout.active() && want_v ? slice_elems : 0);
+      std::vector<T> scratch(want_scores_path && !want_scores ? slice_elems : 0);
+      for (int64_t slice = first; slice < last; ++slice) {
+        const int64_t b = slice / H, h = slice % H;
         const uint64_t base = static_cast<uint64_t>(slice * Tq * Tk);
         const T* P = weights.data<T>() + slice * Tq * Tk;
         const T* dO = G.slice<T>(b, h);
@@ -298,7 +302,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
                   out.dk.data<T>() + slice * Tk * Dk, Dk);
         }
       }
-    }
+    });
   });
   return out;
 }

@@ -3,9 +3,11 @@
 // (stride (1, ld)) as CblasTrans; anything else is copied to contiguous first.
 #include <cblas.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/kernels.h"
+#include "core/parallel.h"
 
 namespace ag::kernels {
 
@@ -32,7 +34,7 @@ BlasOperand as_blas_operand(const Tensor& x) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
+Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
   if (!a.defined() || !b.defined()) throw std::invalid_argument("matmul: an input tensor is undefined");
   if (a.dim() < 2 || b.dim() < 2) {
     throw std::invalid_argument("matmul: both operands need at least 2 dimensions: a=" + a.shape().str() +
@@ -62,39 +64,72 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   b_full.push_back(k); b_full.push_back(n);
   out_shape.push_back(m); out_shape.push_back(n);
 
+  if (bias.defined() && (bias.dim() != 1 || bias.shape()[0] != n || bias.dtype() != a.dtype())) {
+    throw std::invalid_argument(std::string("matmul: bias ") + bias.shape().str() + " " + dtype_name(bias.dtype()) +
+                                " must be (N,) = (" + std::to_string(n) + ",) " + dtype_name(a.dtype()) +
+                                " for a=" + a.shape().str() + " b=" + b.shape().str());
+  }
   const BlasOperand A = as_blas_operand(a.expand(a_full));
   const BlasOperand B = as_blas_operand(b.expand(b_full));
   Tensor out(out_shape, a.dtype());
   if (out.numel() == 0) return out;
-  if (k == 0) return out.fill_(0.0);
+  // With a bias every row of C starts as the bias and BLAS adds the product (beta = 1): the
+  // same pass over C that beta = 0 spends on zeroing it.
+  if (bias.defined()) out.copy_(bias);
+  if (k == 0) return bias.defined() ? out : out.fill_(0.0);
+  const double beta = bias.defined() ? 1.0 : 0.0;
 
   const int64_t nb = batch.numel();
   const int64_t rank = batch.rank();
+  // Big products are split over the pool: by batch item when there are enough of them, else by
+  // rows of each product, one single-threaded BLAS call per piece. Pieces start at multiples of
+  // kSplitAlign rows: BLAS kernels give a matrix's last rows (past a multiple of their unroll)
+  // a different loop, and an aligned split keeps every row on the same path, so the bits do
+  // not depend on the thread count (tests/core/test_parallel.cpp holds this; splitting columns
+  // does not keep it, so it is not done).
+  constexpr int64_t kSplitAlign = 64;
+  const double work = 2.0 * static_cast<double>(nb) * static_cast<double>(m) * static_cast<double>(n) *
+                      static_cast<double>(k);
+  const int64_t units = (m + kSplitAlign - 1) / kSplitAlign;
+  const int64_t threads = parallel_chunks(std::max(nb, units), work);
+  const bool split_batch = nb >= threads;
   dispatch(a.dtype(), [&]<typename T>(T) {
     const T* pa = A.t.data<T>();
     const T* pb = B.t.data<T>();
     T* po = out.data<T>();
-    std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
-    for (int64_t bi = 0; bi < nb; ++bi) {
-      int64_t oa = 0, ob = 0;
-      for (int64_t d = 0; d < rank; ++d) {
-        oa += idx[static_cast<size_t>(d)] * A.t.strides()[static_cast<size_t>(d)];
-        ob += idx[static_cast<size_t>(d)] * B.t.strides()[static_cast<size_t>(d)];
+    // Rows r0..r1 of C for batch item bi.
+    const auto product = [&](int64_t bi, int64_t r0, int64_t r1) {
+      int64_t oa = 0, ob = 0, rest = bi;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        const int64_t i = rest % batch[d];
+        rest /= batch[d];
+        oa += i * A.t.strides()[static_cast<size_t>(d)];
+        ob += i * B.t.strides()[static_cast<size_t>(d)];
       }
-      T* c = po + bi * m * n;
+      // Row r of op(A) starts at r * ld (NoTrans) or at r (Trans).
+      oa += A.trans == CblasNoTrans ? r0 * A.ld : r0;
+      T* c = po + bi * m * n + r0 * n;
+      const int rows = static_cast<int>(r1 - r0), cols = static_cast<int>(n);
+      if (rows == 0) return;
       if constexpr (std::is_same_v<T, float>) {
-        cblas_sgemm(CblasRowMajor, A.trans, B.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                    1.0f, pa + oa, static_cast<int>(A.ld), pb + ob, static_cast<int>(B.ld), 0.0f, c,
+        cblas_sgemm(CblasRowMajor, A.trans, B.trans, rows, cols, static_cast<int>(k), 1.0f, pa + oa,
+                    static_cast<int>(A.ld), pb + ob, static_cast<int>(B.ld), static_cast<float>(beta), c,
                     static_cast<int>(n));
       } else {
-        cblas_dgemm(CblasRowMajor, A.trans, B.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k),
-                    1.0, pa + oa, static_cast<int>(A.ld), pb + ob, static_cast<int>(B.ld), 0.0, c,
-                    static_cast<int>(n));
+        cblas_dgemm(CblasRowMajor, A.trans, B.trans, rows, cols, static_cast<int>(k), 1.0, pa + oa,
+                    static_cast<int>(A.ld), pb + ob, static_cast<int>(B.ld), beta, c, static_cast<int>(n));
       }
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        if (++idx[static_cast<size_t>(d)] < batch[d]) break;
-        idx[static_cast<size_t>(d)] = 0;
-      }
+    };
+    if (threads <= 1 || split_batch) {
+      parallel_for(nb, threads, [&](int64_t b0, int64_t b1) {
+        for (int64_t bi = b0; bi < b1; ++bi) product(bi, 0, m);
+      });
+      return;
+    }
+    for (int64_t bi = 0; bi < nb; ++bi) {
+      parallel_for(units, std::min(threads, units), [&](int64_t u0, int64_t u1) {
+        product(bi, u0 * kSplitAlign, std::min(u1 * kSplitAlign, m));
+      });
     }
   });
   return out;

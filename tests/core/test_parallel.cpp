@@ -1,0 +1,190 @@
+// The thread pool (core/parallel.h) and the kernels that split work over it: every index is
+// visited once, errors reach the caller, and big products and attention give the same bits
+// with 1 and 2 threads (and the right values, against a naive loop).
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+#include "core/parallel.h"
+#include "support.h"
+
+namespace ag::testing {
+namespace {
+
+// Restores the thread count a test changed.
+struct ThreadCount {
+  int saved = num_threads();
+  explicit ThreadCount(int n) { set_num_threads(n); }
+  ~ThreadCount() { set_num_threads(saved); }
+};
+
+Tensor naive_matmul(const Tensor& a, const Tensor& b) {
+  const int64_t m = a.shape()[0], k = a.shape()[1], n = b.shape()[1];
+  const std::vector<double> va = a.contiguous().to_vector(), vb = b.contiguous().to_vector();
+  std::vector<double> out(static_cast<size_t>(m * n), 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p) s += va[static_cast<size_t>(i * k + p)] * vb[static_cast<size_t>(p * n + j)];
+      out[static_cast<size_t>(i * n + j)] = s;
+    }
+  }
+  return from_vector(out, {m, n}, DType::f64);
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.shape() == b.shape() && a.to_vector() == b.to_vector();
+}
+
+BOOST_AUTO_TEST_SUITE(parallel)
+
+BOOST_AUTO_TEST_CASE(parallel_for_visits_every_index_once) {
+  const ThreadCount threads(2);
+  for (int64_t n : {1, 2, 3, 7, 100, 1001}) {
+    for (int64_t chunks : {1, 2, 3, 5}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      parallel_for(n, std::min(chunks, n), [&](int64_t begin, int64_t end) {
+        BOOST_CHECK(begin < end);
+        for (int64_t i = begin; i < end; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+      });
+      for (int64_t i = 0; i < n; ++i) BOOST_TEST(hits[static_cast<size_t>(i)].load() == 1, "n " << n << " i " << i);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(chunks_cover_the_range_in_order) {
+  for (int64_t n : {5, 16, 17}) {
+    for (int64_t chunks : {1, 2, 3, 4}) {
+      int64_t expected_begin = 0;
+      for (int64_t i = 0; i < chunks; ++i) {
+        const auto [begin, end] = chunk_range(n, chunks, i);
+        BOOST_TEST(begin == expected_begin);
+        BOOST_TEST(end - begin >= n / chunks);
+        BOOST_TEST(end - begin <= n / chunks + 1);
+        expected_begin = end;
+      }
+      BOOST_TEST(expected_begin == n);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(an_exception_in_a_chunk_reaches_the_caller) {
+  const ThreadCount threads(2);
+  AG_CHECK_THROWS_WITH(parallel_for(10, 2,
+                                    [](int64_t begin, int64_t) {
+                                      if (begin > 0) throw std::invalid_argument("chunk starting at 5 failed");
+                                    }),
+                       std::invalid_argument, "chunk starting at 5");
+  int64_t total = 0;  // the pool still works afterwards
+  std::atomic<int64_t> sum{0};
+  parallel_for(10, 2, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) sum += i;
+  });
+  for (int64_t i = 0; i < 10; ++i) total += i;
+  BOOST_TEST(sum.load() == total);
+}
+
+BOOST_AUTO_TEST_CASE(nested_regions_run_inline) {
+  const ThreadCount threads(2);
+  std::atomic<int> inner_calls{0};
+  parallel_for(4, 2, [&](int64_t, int64_t) {
+    BOOST_CHECK(in_parallel_region());
+    BOOST_CHECK(parallel_chunks(1000, 1e12) == 1);
+    parallel_for(3, 3, [&](int64_t b, int64_t e) { inner_calls += static_cast<int>(e - b); });
+  });
+  BOOST_TEST(inner_calls.load() == 6);
+  BOOST_TEST(!in_parallel_region());
+}
+
+BOOST_AUTO_TEST_CASE(small_work_is_not_split) {
+  const ThreadCount threads(2);
+  BOOST_TEST(parallel_chunks(100, kParallelMinWork / 2) == 1);
+  BOOST_TEST(parallel_chunks(100, 100 * kParallelMinWork) == 2);
+  const ThreadCount one(1);
+  BOOST_TEST(parallel_chunks(100, 100 * kParallelMinWork) == 1);
+}
+
+// Shapes big enough to be split: by rows (one piece only the last 2 rows), with a transposed
+// operand, and by batch item.
+BOOST_AUTO_TEST_CASE(big_products_give_the_same_bits_with_one_and_two_threads) {
+  struct Case {
+    Shape a, b;
+    bool transpose_b;
+  };
+  const std::vector<Case> cases = {{{300, 120}, {120, 200}, false},
+                                   {{130, 120}, {120, 400}, false},
+                                   {{257, 130}, {150, 130}, true},
+                                   {{6, 64, 80}, {6, 80, 150}, false}};
+  uint64_t seed = 1;
+  for (const Case& c : cases) {
+    for (DType dtype : {DType::f32, DType::f64}) {
+      Generator gen(seed++);
+      const Tensor a = normal(c.a, 0.0, 1.0, gen, dtype);
+      const Tensor b_stored = normal(c.b, 0.0, 1.0, gen, dtype);
+      const Tensor b = c.transpose_b ? b_stored.t() : b_stored;
+      BOOST_TEST_CONTEXT("a " << c.a << " b " << b.shape() << " " << dtype_name(dtype)) {
+        BOOST_REQUIRE(2.0 * static_cast<double>(a.numel()) * static_cast<double>(b.shape()[-1]) > 2 * kParallelMinWork);
+        Tensor one, two;
+        {
+          const ThreadCount t(1);
+          one = kernels::matmul(a, b);
+        }
+        {
+          const ThreadCount t(2);
+          two = kernels::matmul(a, b);
+        }
+        BOOST_TEST(same_bits(one, two));
+        if (a.dim() == 2) {
+          const double tol = dtype == DType::f32 ? 1e-3 : 1e-10;
+          BOOST_TEST(max_abs_diff(two.to(DType::f64), naive_matmul(a.to(DType::f64), b.to(DType::f64))) < tol);
+        }
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_fused_bias_equals_adding_it_after_the_product) {
+  for (const Shape& a_shape : {Shape{5, 7}, Shape{300, 120}, Shape{2, 3, 7}}) {
+    Generator gen(11);
+    const Tensor a = normal(a_shape, 0.0, 1.0, gen, DType::f64);
+    const Tensor w = normal({9, a_shape[-1]}, 0.0, 1.0, gen, DType::f64);
+    const Tensor bias = normal({9}, 0.0, 1.0, gen, DType::f64);
+    const Tensor fused = kernels::matmul(a, w.t(), bias);
+    const Tensor composed = kernels::add(kernels::matmul(a, w.t()), bias);
+    BOOST_TEST(max_abs_diff(fused, composed) < 1e-12, "a " << a_shape);
+  }
+  Generator gen(12);
+  const Tensor a = normal({4, 3}, 0.0, 1.0, gen, DType::f64);
+  const Tensor b = normal({3, 5}, 0.0, 1.0, gen, DType::f64);
+  AG_CHECK_THROWS_WITH(kernels::matmul(a, b, zeros({4}, DType::f64)), std::invalid_argument, "matmul", "bias", "(4,)",
+                       "(5,)");
+}
+
+BOOST_AUTO_TEST_CASE(attention_split_over_heads_gives_the_same_bits) {
+  const int64_t B = 4, H = 4, T = 64, D = 32;
+  Generator gen(21);
+  const Tensor q = normal({B, H, T, D}, 0.0, 1.0, gen);
+  const Tensor k = normal({B, T, H, D}, 0.0, 1.0, gen).permute({0, 2, 1, 3});  // strided, as in the layer
+  const Tensor v = normal({B, H, T, D}, 0.0, 1.0, gen);
+  const Tensor g = normal({B, H, T, D}, 0.0, 1.0, gen);
+  kernels::AttentionForward f[2];
+  kernels::AttentionGrads d[2];
+  for (int threads : {1, 2}) {
+    const ThreadCount t(threads);
+    BOOST_REQUIRE(threads == 1 || parallel_chunks(B * H, 4.0 * B * H * T * T * 2 * D) == 2);
+    const size_t i = static_cast<size_t>(threads - 1);
+    f[i] = kernels::attention_forward(q, k, v, Tensor(), Tensor(), 0.125, kernels::DropoutMask{});
+    d[i] = kernels::attention_backward(g, q, k, v, f[i].weights, 0.125, kernels::DropoutMask{}, true, true, true,
+                                       false);
+  }
+  BOOST_TEST(same_bits(f[0].output, f[1].output));
+  BOOST_TEST(same_bits(f[0].weights, f[1].weights));
+  BOOST_TEST(same_bits(d[0].dq, d[1].dq));
+  BOOST_TEST(same_bits(d[0].dk, d[1].dk));
+  BOOST_TEST(same_bits(d[0].dv, d[1].dv));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace ag::testing
