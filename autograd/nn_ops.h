@@ -12,6 +12,13 @@
 
 namespace ag {
 
+// ---- linear (ops/linear.cpp) ----
+// x: (..., in), weight: (out, in), bias: (out,) or undefined -> (..., out) = x W^T + b.
+// One product with the bias added inside it; the leading axes of x fold into one (rows, in)
+// matrix, so the weight gradient is one product over all rows. Composed twin:
+// matmul(x, transpose(weight, 0, 1)) + bias. Saves x (contiguous) for dW and W for dx.
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
+
 // ---- layer norm (ops/layer_norm.cpp) ----
 // x: (..., *normalized) -> same shape, normalised over the last `normalized_dims` axes.
 // weight, bias: shape `normalized` (either may be undefined: no affine part).

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "autograd/nn_ops.h"
 #include "autograd/ops.h"
 
 namespace ag {
@@ -37,11 +38,8 @@ Variable Linear::forward(const Variable& x) {
                                 std::to_string(options_.in_features) + " (weight " + weight_.shape().str() + ")");
   }
   require_dtype(x, weight_.dtype(), "input");
-  // A single vector goes through as a one-row matrix.
-  if (x.dim() == 1) return squeeze(forward(unsqueeze(x, 0)), 0);
-  // The transposed weight is a view: BLAS reads it with CblasTrans, nothing is copied.
-  Variable y = matmul(x, transpose(weight_, 0, 1));
-  return bias_.defined() ? y + bias_ : y;
+  // One fused op (one product, bias added inside it) instead of matmul, transpose and add.
+  return linear(x, weight_, bias_);
 }
 
 }  // namespace ag

@@ -1,0 +1,78 @@
+// linear: y = x W^T + b as one product with the bias fused into it. The composed twin is
+// matmul(x, transpose(W, 0, 1)) + b (five graph nodes); this is one node whose backward is
+// two products and a column sum:
+//   dx = g W,   dW = g^T x (one product over every row of the folded batch),   db = sum_rows g
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/nn_ops.h"
+#include "core/kernels.h"
+
+namespace ag {
+
+namespace {
+
+// (rows, n) -> (n,): column sums accumulated in double for f32, as kernels::sum does.
+Tensor column_sums(const Tensor& g2) {
+  const int64_t rows = g2.shape()[0], n = g2.shape()[1];
+  Tensor out(Shape{n}, g2.dtype());
+  dispatch(g2.dtype(), [&]<typename T>(T) {
+    using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+    std::vector<Acc> acc(static_cast<size_t>(n), Acc(0));
+    const T* p = g2.data<T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = p + r * n;
+      for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += row[j];
+    }
+    T* o = out.data<T>();
+    for (int64_t j = 0; j < n; ++j) o[j] = static_cast<T>(acc[static_cast<size_t>(j)]);
+  });
+  return out;
+}
+
+}  // namespace
+
+Variable linear(const Variable& x, const Variable& weight, const Variable& bias) {
+  if (!x.defined() || !weight.defined()) throw std::invalid_argument("linear: x and weight must be defined");
+  const std::string shapes = "x=" + x.shape().str() + " weight=" + weight.shape().str() +
+                             (bias.defined() ? " bias=" + bias.shape().str() : std::string());
+  if (weight.dim() != 2 || x.dim() < 1 || x.shape()[-1] != weight.shape()[1]) {
+    throw std::invalid_argument("linear: expected x (..., in) and weight (out, in), got " + shapes);
+  }
+  const int64_t in = weight.shape()[1], out = weight.shape()[0];
+  if (bias.defined() && (bias.dim() != 1 || bias.shape()[0] != out)) {
+    throw std::invalid_argument("linear: bias must be (out,) = (" + std::to_string(out) + ",), got " + shapes);
+  }
+  if (x.dtype() != weight.dtype() || (bias.defined() && bias.dtype() != x.dtype())) {
+    throw std::invalid_argument(std::string("linear: dtypes differ: x=") + dtype_name(x.dtype()) + " weight=" +
+                                dtype_name(weight.dtype()) +
+                                (bias.defined() ? std::string(" bias=") + dtype_name(bias.dtype()) : std::string()) +
+                                " (" + shapes + ")");
+  }
+  // Every leading axis folds into the rows of one (rows, in) matrix.
+  const int64_t rows = in == 0 ? x.numel() : x.numel() / in;
+  const Tensor x2 = x.value().contiguous().view({rows, in});
+  const Tensor w = weight.value();
+  Shape out_shape(std::vector<int64_t>(x.shape().begin(), x.shape().end() - 1));
+  out_shape.push_back(out);
+  Tensor y = kernels::matmul(x2, w.t(), bias.defined() ? bias.value() : Tensor()).view(out_shape);
+  // dx reads only the weight, dW only x: save just what the wanted gradients read.
+  const bool grad_x = any_requires_grad({x});
+  const bool grad_w = any_requires_grad({weight});
+  const Tensor x_saved = grad_w ? x2 : Tensor();
+  const Tensor w_saved = grad_x ? w : Tensor();
+  const Shape x_shape = x.shape();
+  std::vector<Variable> inputs{x, weight};
+  if (bias.defined()) inputs.push_back(bias);
+  return make_result("linear", std::move(y), inputs,
+                     [x_saved, w_saved, x_shape, rows, out](const Tensor& g, GradSink& grads) {
+                       const Tensor g2 = g.contiguous().view({rows, out});
+                       if (grads.wants(0)) grads.add(0, kernels::matmul(g2, w_saved).view(x_shape));
+                       if (grads.wants(1)) grads.add(1, kernels::matmul(g2.t(), x_saved));
+                       if (grads.wants(2)) grads.add(2, column_sums(g2));
+                     });
+}
+
+}  // namespace ag
