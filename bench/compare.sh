@@ -5,13 +5,15 @@
 #
 #   bench/compare.sh                 all configurations, 3 processes each
 #   ROUNDS=5 CONFIGS="tiny small" bench/compare.sh
+#   BUILD=build-release bench/compare.sh   another build directory (default build/)
 # Needs a release build in build/ (./bootstrap.sh && ninja -C build) and /usr/bin/python3 with torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 CONFIGS=${CONFIGS:-"tiny small medium large"}
 PY=/usr/bin/python3
-ours=build/bench/train_step
+BUILD=${BUILD:-build}
+ours=$BUILD/bench/train_step
 [ -x "$ours" ] || { echo "compare.sh: $ours is missing: run ./bootstrap.sh && ninja -C build" >&2; exit 2; }
 "$PY" -c 'import torch' 2>/dev/null || { echo "compare.sh: /usr/bin/python3 cannot import torch (apt-get install python3-torch)" >&2; exit 2; }
 
@@ -47,7 +49,7 @@ echo
 echo "time to 99% exact-sequence accuracy on reverse (tiny model, whole process, wall seconds)"
 tiny_flags=(--task reverse --vocab 16 --length 16 --batch 32 --d-model 32 --heads 2 --d-ff 64 --layers 2 --post-norm)
 for r in $(seq "$ROUNDS"); do
-  s=$(date +%s.%N); build/examples/train_sequence "${tiny_flags[@]}" --quiet >/dev/null; e=$(date +%s.%N)
+  s=$(date +%s.%N); "$BUILD"/examples/train_sequence "${tiny_flags[@]}" --quiet >/dev/null; e=$(date +%s.%N)
   echo "attograd $(echo "$e - $s" | bc)" >>"$tmp/reach.txt"
   s=$(date +%s.%N); "$PY" bench/torch_reference.py --config tiny --train-reverse --json >/dev/null; e=$(date +%s.%N)
   echo "pytorch $(echo "$e - $s" | bc)" >>"$tmp/reach.txt"

@@ -196,6 +196,9 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
       case BinaryOp::sub: run([](T x, T y) { return x - y; }); break;
       case BinaryOp::mul: run([](T x, T y) { return x * y; }); break;
       case BinaryOp::div: run([](T x, T y) { return x / y; }); break;
+      // The backward of relu runs once per feed-forward layer on its widest tensor: its own
+      // instantiation lets the loop vectorise instead of calling apply_binary per element.
+      case BinaryOp::relu_grad: run([](T x, T g) { return x > 0 ? g : T(0); }); break;
       default: run([op](T x, T y) { return apply_binary(op, x, y); }); break;
     }
   });
