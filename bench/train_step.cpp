@@ -4,6 +4,11 @@
 // is the same model in PyTorch with the same flags and JSON; bench/compare.sh runs both.
 //
 //   build/bench/train_step --config small [--threads 2] [--steps 20] [--warmup 3] [--json] [--profile]
+//   build/bench/train_step --config large --gemm-only    the step's matrix products alone
+//
+// --gemm-only times just the matrix products of one step (every Linear's forward, input- and
+// weight-gradient products, and the per-head attention products, as batched products), with
+// the same thread policy and the same flop count: the ceiling the whole step is measured against.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -44,10 +49,66 @@ double step_flops(const Config& c) {
   return 3 * (static_cast<double>(c.layers) * per_layer + 2 * tokens * d * static_cast<double>(c.vocab));
 }
 
+// One matrix product of a step: a (batch, m, k) times (batch, k, n); trans_b reads b stored as
+// (batch, n, k) through a transposed view, as Linear's forward and the Q K^T product do.
+struct Product {
+  int64_t batch, m, k, n;
+  bool trans_b;
+};
+
+// Every product of a training step: forward C = A B and its two backward products.
+std::vector<Product> step_products(const Config& c) {
+  const int64_t tokens = c.batch * c.seq_len, d = c.d_model, t = c.seq_len, bh = c.batch * c.heads;
+  const int64_t dh = d / c.heads;
+  std::vector<Product> out;
+  const auto linear = [&](int64_t in, int64_t features) {
+    out.push_back({1, tokens, in, features, true});    // y = x W^T
+    out.push_back({1, tokens, features, in, false});   // dx = g W
+    out.push_back({1, features, tokens, in, false});   // dW = g^T x (a transposed view in the op; same flops)
+  };
+  for (int64_t l = 0; l < c.layers; ++l) {
+    for (int i = 0; i < 4; ++i) linear(d, d);  // w_q, w_k, w_v, w_o
+    linear(d, c.d_ff);
+    linear(c.d_ff, d);
+    out.push_back({bh, t, dh, t, true});    // S = Q K^T
+    out.push_back({bh, t, t, dh, false});   // O = P V
+    out.push_back({bh, t, t, dh, false});   // dV = P^T dO
+    out.push_back({bh, t, dh, t, true});    // dP = dO V^T
+    out.push_back({bh, t, t, dh, false});   // dQ = dS K
+    out.push_back({bh, t, t, dh, false});   // dK = dS^T Q
+  }
+  linear(d, c.vocab);
+  return out;
+}
+
+// Median ms of running every product of a step once.
+double time_products(const Config& c, int64_t steps, int64_t warmup) {
+  struct Operands {
+    ag::Tensor a, b;
+  };
+  std::vector<Operands> ops;
+  ag::Generator gen(1);
+  for (const Product& p : step_products(c)) {
+    const ag::Tensor a = ag::normal({p.batch, p.m, p.k}, 0.0, 1.0, gen);
+    const ag::Tensor b = p.trans_b ? ag::normal({p.batch, p.n, p.k}, 0.0, 1.0, gen).transpose(1, 2)
+                                   : ag::normal({p.batch, p.k, p.n}, 0.0, 1.0, gen);
+    ops.push_back({p.batch == 1 ? a.select(0, 0) : a, p.batch == 1 ? b.select(0, 0) : b});
+  }
+  std::vector<double> ms;
+  for (int64_t s = 0; s < warmup + steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const Operands& o : ops) ag::kernels::matmul(o.a, o.b);
+    if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+}
+
 int usage(const std::string& why) {
   if (!why.empty()) std::cerr << "train_step: " << why << "\n";
   std::cerr << "usage: train_step --config tiny|small|medium|large [--threads N] [--steps N] [--warmup N] [--json] "
-               "[--profile]\n";
+               "[--profile] [--gemm-only]\n";
   return 2;
 }
 
@@ -64,7 +125,7 @@ bool parse_int(const std::string& s, int64_t lo, int64_t& out) {
 int main(int argc, char** argv) {
   std::string config_name = "tiny";
   int64_t threads = 2, steps = 20, warmup = 3;
-  bool json = false, profile = false;
+  bool json = false, profile = false, gemm_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
@@ -74,6 +135,7 @@ int main(int argc, char** argv) {
     else if (arg == "--warmup") { if (!parse_int(value(), 0, warmup)) return usage("--warmup needs an integer >= 0"); }
     else if (arg == "--json") json = true;
     else if (arg == "--profile") profile = true;
+    else if (arg == "--gemm-only") gemm_only = true;
     else if (arg == "--help" || arg == "-h") return usage(""), 0;
     else return usage("unknown flag '" + arg + "'");
   }
@@ -82,6 +144,19 @@ int main(int argc, char** argv) {
   const Config& c = it->second;
 
   ag::set_num_threads(static_cast<int>(threads));
+  if (gemm_only) {
+    const double median = time_products(c, steps, warmup);
+    const double gflops = step_flops(c) / (median / 1e3) / 1e9;
+    if (json) {
+      std::printf("{\"framework\": \"attograd-gemm-only\", \"config\": \"%s\", \"steps\": %lld, \"median_ms\": %.6f, "
+                  "\"gflops\": %.4f, \"threads\": %lld}\n",
+                  config_name.c_str(), static_cast<long long>(steps), median, gflops, static_cast<long long>(threads));
+    } else {
+      std::printf("config %s, threads %lld: the step's matrix products alone: median %.3f ms, GFLOP/s %.1f\n",
+                  config_name.c_str(), static_cast<long long>(threads), median, gflops);
+    }
+    return 0;
+  }
   ag::manual_seed(0);
   ag::SequenceModelOptions mo;
   mo.vocab = c.vocab;
