@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "autograd/grad_mode.h"
+#include "core/parallel.h"
 
 namespace ag {
 
@@ -220,18 +221,21 @@ void Adam::update(Tensor& param, const Tensor& grad, ParamState& state) {
     const T bc2_sqrt = static_cast<T>(bias_correction2_sqrt);
     const T eps = static_cast<T>(o.eps);
     const T neg_step = static_cast<T>(-step_size);
-    for (int64_t i = 0; i < param.numel(); ++i) {
-      T gi = g[i];
-      if (decoupled_) {
-        if (o.weight_decay != 0) p[i] = p[i] * decay;
-      } else if (o.weight_decay != 0) {
-        gi = gi + wd * p[i];
+    const bool decay_param = decoupled_ && o.weight_decay != 0;
+    const bool decay_grad = !decoupled_ && o.weight_decay != 0;
+    // Elements are independent: big parameters are split over the pool (same bits for any
+    // split), and the loop has no branch inside so that it vectorises.
+    const int64_t n = param.numel();
+    parallel_for(n, parallel_chunks(n, 12.0 * static_cast<double>(n)), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const T pi = decay_param ? p[i] * decay : p[i];
+        const T gi = decay_grad ? g[i] + wd * p[i] : g[i];
+        m[i] = m[i] * b1 + one_minus_b1 * gi;
+        v[i] = v[i] * b2 + one_minus_b2 * gi * gi;
+        const T denom = std::sqrt(v[i]) / bc2_sqrt + eps;
+        p[i] = pi + neg_step * (m[i] / denom);
       }
-      m[i] = m[i] * b1 + one_minus_b1 * gi;
-      v[i] = v[i] * b2 + one_minus_b2 * gi * gi;
-      const T denom = std::sqrt(v[i]) / bc2_sqrt + eps;
-      p[i] = p[i] + neg_step * (m[i] / denom);
-    }
+    });
   });
 }
 

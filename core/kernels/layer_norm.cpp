@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/kernels.h"
+#include "core/parallel.h"
 
 namespace ag::kernels {
 
@@ -76,32 +77,36 @@ LayerNormForward layer_norm_forward(const Tensor& x_in, const Tensor& weight_in,
     T* prstd = out.rstd.data<T>();
     const int64_t n = l.n;
     const double inv_n = 1.0 / static_cast<double>(n);
-    for (int64_t r = 0; r < l.rows; ++r) {
-      const T* xr = px + r * n;
-      T* yr = py + r * n;
-      double sum = 0;
-      for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(xr[j]);
-      const double mu = sum * inv_n;
-      double sq = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        const double d = static_cast<double>(xr[j]) - mu;
-        sq += d * d;
+    // Rows are independent: split them over the pool (the bits do not depend on the split).
+    const double work = 8.0 * static_cast<double>(l.rows * n);
+    parallel_for(l.rows, parallel_chunks(l.rows, work), [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        const T* xr = px + r * n;
+        T* yr = py + r * n;
+        double sum = 0;
+        for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(xr[j]);
+        const double mu = sum * inv_n;
+        double sq = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          const double d = static_cast<double>(xr[j]) - mu;
+          sq += d * d;
+        }
+        const double rs = 1.0 / std::sqrt(sq * inv_n + eps);
+        pmean[r] = static_cast<T>(mu);
+        prstd[r] = static_cast<T>(rs);
+        const T m = static_cast<T>(mu);
+        const T s = static_cast<T>(rs);
+        if (pw && pb) {
+          for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s * pw[j] + pb[j];
+        } else if (pw) {
+          for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s * pw[j];
+        } else if (pb) {
+          for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s + pb[j];
+        } else {
+          for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s;
+        }
       }
-      const double rs = 1.0 / std::sqrt(sq * inv_n + eps);
-      pmean[r] = static_cast<T>(mu);
-      prstd[r] = static_cast<T>(rs);
-      const T m = static_cast<T>(mu);
-      const T s = static_cast<T>(rs);
-      if (pw && pb) {
-        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s * pw[j] + pb[j];
-      } else if (pw) {
-        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s * pw[j];
-      } else if (pb) {
-        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s + pb[j];
-      } else {
-        for (int64_t j = 0; j < n; ++j) yr[j] = (xr[j] - m) * s;
-      }
-    }
+    });
   });
   return out;
 }
