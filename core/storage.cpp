@@ -6,6 +6,19 @@
 #include <unordered_map>
 #include <vector>
 
+// Under AddressSanitizer freed blocks go straight back to the allocator, so that a read of a
+// freed tensor is reported instead of landing in a cached block.
+#if defined(__SANITIZE_ADDRESS__)
+#define AG_CACHE_BLOCKS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AG_CACHE_BLOCKS 0
+#endif
+#endif
+#ifndef AG_CACHE_BLOCKS
+#define AG_CACHE_BLOCKS 1
+#endif
+
 namespace ag {
 
 namespace {
@@ -38,6 +51,10 @@ class BlockCache {
   }
 
   void release(void* p, std::size_t bytes) {
+    if (!AG_CACHE_BLOCKS) {
+      std::free(p);
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (cached_bytes_ + bytes <= kMaxCachedBytes) {
