@@ -1,5 +1,6 @@
 #include "train/json.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -438,6 +439,23 @@ std::string Json::dump() const {
   std::string out;
   dump_to(out);
   return out;
+}
+
+Json parse_options_object(const std::string& text, std::initializer_list<std::string_view> known,
+                          const std::string& op) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const JsonError& e) {
+    throw std::invalid_argument(op + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument(op + "expected an object, got " + text);
+  for (const auto& entry : j.as_object()) {
+    if (std::find(known.begin(), known.end(), entry.first) == known.end()) {
+      throw std::invalid_argument(op + "unknown field \"" + entry.first + "\"");
+    }
+  }
+  return j;
 }
 
 }  // namespace ag

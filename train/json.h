@@ -119,4 +119,10 @@ const char* json_type_name(Json::Type type);
 // Appends s as a quoted JSON string literal (escaping quotes, backslashes, control characters).
 void append_json_string(std::string& out, std::string_view s);
 
+// Parses an options document: `text` must be a JSON object whose keys are all in `known`.
+// Every failure (malformed text, not an object, an unknown key) is std::invalid_argument
+// starting with `op`, e.g. "trainer_options_from_json: unknown field \"lr_max\"".
+Json parse_options_object(const std::string& text, std::initializer_list<std::string_view> known,
+                          const std::string& op);
+
 }  // namespace ag

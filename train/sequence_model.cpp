@@ -82,20 +82,8 @@ std::string sequence_model_options_to_json(const SequenceModelOptions& o) {
 
 SequenceModelOptions sequence_model_options_from_json(const std::string& text) {
   const std::string op = "sequence_model_options_from_json: ";
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const JsonError& e) {
-    throw std::invalid_argument(op + e.what());
-  }
-  if (!j.is_object()) throw std::invalid_argument(op + "expected an object, got " + text);
-  static constexpr const char* kKnown[] = {"vocab",    "max_len",    "d_model", "n_head",    "d_ff",
-                                           "n_layers", "norm_first", "dropout", "positional"};
-  for (const auto& [key, value] : j.as_object()) {
-    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
-      throw std::invalid_argument(op + "unknown field \"" + key + "\"");
-    }
-  }
+  const Json j = parse_options_object(
+      text, {"vocab", "max_len", "d_model", "n_head", "d_ff", "n_layers", "norm_first", "dropout", "positional"}, op);
   const auto field = [&](const char* key) -> const Json& {
     const Json* v = j.find(key);
     if (v == nullptr) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);

@@ -194,20 +194,10 @@ std::string trainer_options_to_json(const TrainerOptions& o) {
 
 TrainerOptions trainer_options_from_json(const std::string& text, const TrainerOptions& base) {
   const std::string op = "trainer_options_from_json: ";
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const JsonError& e) {
-    throw std::invalid_argument(op + e.what());
-  }
-  if (!j.is_object()) throw std::invalid_argument(op + "expected an object, got " + text);
-  static constexpr const char* kKnown[] = {"optimizer", "lr",       "min_lr", "weight_decay", "momentum",
-                                           "warmup_steps", "schedule", "steps", "clip_norm"};
-  for (const auto& [key, value] : j.as_object()) {
-    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
-      throw std::invalid_argument(op + "unknown field \"" + key + "\"");
-    }
-  }
+  const Json j = parse_options_object(text,
+                                      {"optimizer", "lr", "min_lr", "weight_decay", "momentum", "warmup_steps",
+                                       "schedule", "steps", "clip_norm"},
+                                      op);
   const auto field = [&](const char* key, bool (Json::*is)() const, const char* type) -> const Json& {
     const Json* v = j.find(key);
     if (v == nullptr) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);

@@ -121,8 +121,13 @@ BOOST_AUTO_TEST_CASE(options_json_errors) {
   const std::string good = task_options_to_json({});
   AG_CHECK_THROWS_WITH(task_options_from_json("{"), std::invalid_argument, "task_options_from_json", "json");
   AG_CHECK_THROWS_WITH(task_options_from_json("[1]"), std::invalid_argument, "expected an object");
+  // A misspelt key is named as unknown before anything is read; a key left out is named as missing.
+  std::string misspelt = good;
+  misspelt.replace(misspelt.find("\"seq_len\""), 9, "\"seqlen\"");
+  AG_CHECK_THROWS_WITH(task_options_from_json(misspelt), std::invalid_argument, "unknown field \"seqlen\"");
   std::string missing = good;
-  missing.replace(missing.find("\"seq_len\""), 9, "\"seqlen\"");
+  const size_t at = missing.find("\"seq_len\"");
+  missing.erase(at, missing.find(',', at) + 1 - at);
   AG_CHECK_THROWS_WITH(task_options_from_json(missing), std::invalid_argument, "missing \"seq_len\"");
   AG_CHECK_THROWS_WITH(task_options_from_json(good.substr(0, good.size() - 1) + ",\"extra\":1}"), std::invalid_argument,
                        "unknown field \"extra\"");
