@@ -4,6 +4,7 @@
 // (mean, then the variance of x - mean: the two-pass form stays accurate when |mean| >> std)
 // and writes y in a third sweep; backward needs x, mean and rstd only, rebuilding
 // x_hat = (x - mean) * rstd on the fly instead of keeping it.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -55,6 +56,49 @@ RowLayout row_layout(const Tensor& x, const Tensor& weight, const Tensor& bias, 
   return l;
 }
 
+// Row sums in kLanes interleaved partial sums, combined in a fixed order at the end. A single
+// running sum is one chain of dependent additions that the compiler may not reorder (no
+// fast-math), so it stays scalar; kLanes independent chains vectorise. The order is written
+// here, not picked by the compiler or the thread count, so every run gives the same bits.
+constexpr int64_t kLanes = 8;
+
+template <typename Acc>
+Acc combine_lanes(const Acc (&part)[kLanes], Acc tail) {
+  return (((part[0] + part[4]) + (part[2] + part[6])) + ((part[1] + part[5]) + (part[3] + part[7]))) + tail;
+}
+
+// sum over j < n of term(j), in Acc.
+template <typename Acc, typename Term>
+Acc lane_sum(int64_t n, Term term) {
+  Acc part[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int64_t k = 0; k < kLanes; ++k) part[k] += static_cast<Acc>(term(j + k));
+  }
+  Acc tail = 0;
+  for (; j < n; ++j) tail += static_cast<Acc>(term(j));
+  return combine_lanes(part, tail);
+}
+
+// Mean and 1 / sqrt(var + eps) of one row, in double. Two passes (mean first, then the
+// squares of x - mean) stay accurate when |mean| >> std.
+template <typename T>
+std::pair<double, double> row_moments(const T* xr, int64_t n, double eps) {
+  const double inv_n = 1.0 / static_cast<double>(n);
+  const double mu = lane_sum<double>(n, [xr](int64_t j) { return xr[j]; }) * inv_n;
+  const double var = lane_sum<double>(n, [xr, mu](int64_t j) {
+                       const double d = static_cast<double>(xr[j]) - mu;
+                       return d * d;
+                     }) *
+                     inv_n;
+  return {mu, 1.0 / std::sqrt(var + eps)};
+}
+
+// Backward's rows are cut into blocks of this many elements (at least one row): each block
+// keeps its own weight/bias-gradient column sums, added up in block order at the end. Blocks
+// depend on the shape only, so 1 and 2 threads give the same bits.
+constexpr int64_t kBackwardBlockElements = 16384;
+
 }  // namespace
 
 LayerNormForward layer_norm_forward(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in,
@@ -76,22 +120,13 @@ LayerNormForward layer_norm_forward(const Tensor& x_in, const Tensor& weight_in,
     T* pmean = out.mean.data<T>();
     T* prstd = out.rstd.data<T>();
     const int64_t n = l.n;
-    const double inv_n = 1.0 / static_cast<double>(n);
     // Rows are independent: split them over the pool (the bits do not depend on the split).
     const double work = 8.0 * static_cast<double>(l.rows * n);
     parallel_for(l.rows, parallel_chunks(l.rows, work), [&](int64_t first, int64_t last) {
       for (int64_t r = first; r < last; ++r) {
         const T* xr = px + r * n;
         T* yr = py + r * n;
-        double sum = 0;
-        for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(xr[j]);
-        const double mu = sum * inv_n;
-        double sq = 0;
-        for (int64_t j = 0; j < n; ++j) {
-          const double d = static_cast<double>(xr[j]) - mu;
-          sq += d * d;
-        }
-        const double rs = 1.0 / std::sqrt(sq * inv_n + eps);
+        const auto [mu, rs] = row_moments(xr, n, eps);
         pmean[r] = static_cast<T>(mu);
         prstd[r] = static_cast<T>(rs);
         const T m = static_cast<T>(mu);
@@ -141,46 +176,67 @@ LayerNormGrads layer_norm_backward(const Tensor& g_in, const Tensor& x_in, const
     const T* pmean = mean.data<T>();
     const T* prstd = rstd.data<T>();
     T* pdx = want_x ? out.dx.data<T>() : nullptr;
-    // dweight = sum over rows of g * x_hat, dbias = sum over rows of g: column sums kept in
-    // Acc across all rows, converted once at the end.
-    std::vector<Acc> dw(want_weight ? static_cast<size_t>(n) : 0, Acc(0));
-    std::vector<Acc> db(want_bias ? static_cast<size_t>(n) : 0, Acc(0));
     const T inv_n = static_cast<T>(1.0 / static_cast<double>(n));
-    for (int64_t r = 0; r < l.rows; ++r) {
-      const T* gr = pg + r * n;
-      const T* xr = px + r * n;
-      const T m = pmean[r];
-      const T s = prstd[r];
-      if (want_weight) {
-        for (int64_t j = 0; j < n; ++j) dw[static_cast<size_t>(j)] += static_cast<Acc>(gr[j] * ((xr[j] - m) * s));
+    // dweight = sum over rows of g * x_hat, dbias = sum over rows of g: each block of rows
+    // sums its own columns in Acc (partials, one row of n per block), added in block order below.
+    const int64_t block_rows = std::max<int64_t>(1, kBackwardBlockElements / n);
+    const int64_t blocks = (l.rows + block_rows - 1) / block_rows;
+    const auto cols = static_cast<size_t>(n);
+    std::vector<Acc> dw_part(want_weight ? static_cast<size_t>(blocks) * cols : 0);
+    std::vector<Acc> db_part(want_bias ? static_cast<size_t>(blocks) * cols : 0);
+    const auto run_block = [&](int64_t block) {
+      Acc* dw = want_weight ? dw_part.data() + static_cast<size_t>(block) * cols : nullptr;
+      Acc* db = want_bias ? db_part.data() + static_cast<size_t>(block) * cols : nullptr;
+      if (dw) std::fill(dw, dw + n, Acc(0));
+      if (db) std::fill(db, db + n, Acc(0));
+      const int64_t last = std::min(l.rows, (block + 1) * block_rows);
+      for (int64_t r = block * block_rows; r < last; ++r) {
+        const T* gr = pg + r * n;
+        const T* xr = px + r * n;
+        const T m = pmean[r];
+        const T s = prstd[r];
+        if (dw) {
+          for (int64_t j = 0; j < n; ++j) dw[j] += static_cast<Acc>(gr[j] * ((xr[j] - m) * s));
+        }
+        if (db) {
+          for (int64_t j = 0; j < n; ++j) db[j] += static_cast<Acc>(gr[j]);
+        }
+        if (!pdx) continue;
+        // With gh = g * weight and x_hat the normalised row:
+        //   dx = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat))
+        T* dxr = pdx + r * n;
+        if (pw) {
+          const Acc sum_gh = lane_sum<Acc>(n, [gr, pw](int64_t j) { return gr[j] * pw[j]; });
+          const Acc sum_gh_xhat =
+              lane_sum<Acc>(n, [gr, pw, xr, m, s](int64_t j) { return (gr[j] * pw[j]) * ((xr[j] - m) * s); });
+          const T mean_gh = static_cast<T>(sum_gh) * inv_n;
+          const T mean_gh_xhat = static_cast<T>(sum_gh_xhat) * inv_n;
+          for (int64_t j = 0; j < n; ++j) dxr[j] = s * (gr[j] * pw[j] - mean_gh - (xr[j] - m) * s * mean_gh_xhat);
+        } else {
+          const Acc sum_gh = lane_sum<Acc>(n, [gr](int64_t j) { return gr[j]; });
+          const Acc sum_gh_xhat = lane_sum<Acc>(n, [gr, xr, m, s](int64_t j) { return gr[j] * ((xr[j] - m) * s); });
+          const T mean_gh = static_cast<T>(sum_gh) * inv_n;
+          const T mean_gh_xhat = static_cast<T>(sum_gh_xhat) * inv_n;
+          for (int64_t j = 0; j < n; ++j) dxr[j] = s * (gr[j] - mean_gh - (xr[j] - m) * s * mean_gh_xhat);
+        }
       }
-      if (want_bias) {
-        for (int64_t j = 0; j < n; ++j) db[static_cast<size_t>(j)] += static_cast<Acc>(gr[j]);
-      }
-      if (!want_x) continue;
-      // With gh = g * weight and x_hat the normalised row:
-      //   dx = rstd * (gh - mean(gh) - x_hat * mean(gh * x_hat))
-      Acc sum_gh = 0, sum_gh_xhat = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        const T gh = pw ? gr[j] * pw[j] : gr[j];
-        sum_gh += gh;
-        sum_gh_xhat += gh * ((xr[j] - m) * s);
-      }
-      const T mean_gh = static_cast<T>(sum_gh) * inv_n;
-      const T mean_gh_xhat = static_cast<T>(sum_gh_xhat) * inv_n;
-      T* dxr = pdx + r * n;
-      for (int64_t j = 0; j < n; ++j) {
-        const T gh = pw ? gr[j] * pw[j] : gr[j];
-        dxr[j] = s * (gh - mean_gh - (xr[j] - m) * s * mean_gh_xhat);
-      }
-    }
-    const auto finish = [&](const std::vector<Acc>& acc, Tensor& dst) {
+    };
+    // About a dozen flops per element: split only when that pays (parallel_chunks decides).
+    const double work = 12.0 * static_cast<double>(l.rows * n);
+    parallel_for(blocks, parallel_chunks(blocks, work), [&](int64_t first, int64_t last) {
+      for (int64_t b = first; b < last; ++b) run_block(b);
+    });
+    const auto finish = [&](const std::vector<Acc>& part, Tensor& dst) {
       dst = Tensor(l.normalized, x.dtype());
       T* p = dst.data<T>();
-      for (int64_t j = 0; j < n; ++j) p[j] = static_cast<T>(acc[static_cast<size_t>(j)]);
+      for (int64_t j = 0; j < n; ++j) {
+        Acc total = 0;
+        for (int64_t b = 0; b < blocks; ++b) total += part[static_cast<size_t>(b) * cols + static_cast<size_t>(j)];
+        p[j] = static_cast<T>(total);
+      }
     };
-    if (want_weight) finish(dw, out.dweight);
-    if (want_bias) finish(db, out.dbias);
+    if (want_weight) finish(dw_part, out.dweight);
+    if (want_bias) finish(db_part, out.dbias);
   });
   return out;
 }

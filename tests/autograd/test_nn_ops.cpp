@@ -41,6 +41,8 @@ BOOST_AUTO_TEST_CASE(layer_norm_gradcheck_over_shapes_and_affine_parts) {
   const std::vector<LayerNormCase> cases = {
       {{4, 6}, 1, true, true},  {{2, 3, 4}, 2, true, true},  {{3, 4}, 2, true, true}, {{2, 3, 4}, 1, false, false},
       {{2, 3, 4}, 2, true, false}, {{5, 3}, 1, false, true}, {{7}, 1, true, true},
+      // rows of exactly one and of several 8-wide lane groups, with and without a tail
+      {{3, 8}, 1, true, true}, {{2, 19}, 1, true, false}, {{2, 2, 16}, 1, false, true},
   };
   uint64_t seed = 10;
   for (const LayerNormCase& c : cases) {
@@ -59,6 +61,19 @@ BOOST_AUTO_TEST_CASE(layer_norm_gradcheck_over_shapes_and_affine_parts) {
                   [&] { return composed_layer_norm(x, w, b, c.dims, 1e-5); }, leaves, wave(c.shape, 0.33, 0.2));
     }
   }
+}
+
+// Big enough for the backward's blocks of rows (the last one short) and a lane tail: fused and
+// composed agree, with and without the affine parts.
+BOOST_AUTO_TEST_CASE(layer_norm_over_many_row_blocks_equals_its_composition) {
+  const Shape shape{3, 17, 700};
+  const Variable x = testing::randn_leaf(shape, 77, "x");
+  const Variable w = leaf(wave({700}, 0.7, 0.3, 0.5, 1.0), "weight");
+  const Variable b = leaf(wave({700}, 0.4, 0.9), "bias");
+  check_twins([&] { return layer_norm(x, w, b, 1, 1e-5); }, [&] { return composed_layer_norm(x, w, b, 1, 1e-5); },
+              {x, w, b}, wave(shape, 0.33, 0.2));
+  check_twins([&] { return layer_norm(x, Variable(), Variable(), 1, 1e-5); },
+              [&] { return composed_layer_norm(x, Variable(), Variable(), 1, 1e-5); }, {x}, wave(shape, 0.41, 0.3));
 }
 
 BOOST_AUTO_TEST_CASE(layer_norm_reads_non_contiguous_input) {

@@ -184,6 +184,40 @@ BOOST_AUTO_TEST_CASE(attention_split_over_heads_gives_the_same_bits) {
   BOOST_TEST(same_bits(d[0].dv, d[1].dv));
 }
 
+// LayerNorm's backward sums the weight and bias gradients over rows in fixed blocks of rows,
+// whatever the thread count: same bits with 1 and 2 threads, and the f64 values within f32
+// rounding. 1500 x 520: several blocks, the last one short, rows not a multiple of the lanes.
+BOOST_AUTO_TEST_CASE(layer_norm_gives_the_same_bits_with_one_and_two_threads) {
+  const Shape shape{3, 500, 520};
+  Generator gen(31);
+  const Tensor x = normal(shape, 0.5, 2.0, gen);
+  const Tensor w = normal({520}, 1.0, 0.3, gen);
+  const Tensor b = normal({520}, 0.0, 0.3, gen);
+  const Tensor g = normal(shape, 0.0, 1.0, gen);
+  kernels::LayerNormForward f[2];
+  kernels::LayerNormGrads d[2];
+  for (int threads : {1, 2}) {
+    const ThreadCount t(threads);
+    BOOST_REQUIRE(threads == 1 || parallel_chunks(1500, 8.0 * static_cast<double>(shape.numel())) == 2);
+    const size_t i = static_cast<size_t>(threads - 1);
+    f[i] = kernels::layer_norm_forward(x, w, b, 1, 1e-5);
+    d[i] = kernels::layer_norm_backward(g, x, f[i].mean, f[i].rstd, w, 1, true, true, true);
+  }
+  BOOST_TEST(same_bits(f[0].y, f[1].y));
+  BOOST_TEST(same_bits(d[0].dx, d[1].dx));
+  BOOST_TEST(same_bits(d[0].dweight, d[1].dweight));
+  BOOST_TEST(same_bits(d[0].dbias, d[1].dbias));
+  const auto f64 = [](const Tensor& t) { return t.to(DType::f64); };
+  const kernels::LayerNormForward f_ref = kernels::layer_norm_forward(f64(x), f64(w), f64(b), 1, 1e-5);
+  const kernels::LayerNormGrads d_ref =
+      kernels::layer_norm_backward(f64(g), f64(x), f_ref.mean, f_ref.rstd, f64(w), 1, true, true, true);
+  BOOST_TEST(max_abs_diff(f64(f[1].y), f_ref.y) < 1e-5);
+  BOOST_TEST(max_abs_diff(f64(d[1].dx), d_ref.dx) < 1e-4);
+  // Column sums over 1500 rows: relative to their size.
+  BOOST_TEST(max_abs_diff(f64(d[1].dweight), d_ref.dweight) < 1e-5 * 1500);
+  BOOST_TEST(max_abs_diff(f64(d[1].dbias), d_ref.dbias) < 1e-5 * 1500);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
