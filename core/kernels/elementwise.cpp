@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/kernels.h"
+#include "core/parallel.h"
 #include "core/strided.h"
 
 namespace ag::kernels {
@@ -72,14 +73,28 @@ T apply_binary(BinaryOp op, T a, T b) {
   return a;
 }
 
+// What one element of a contiguous elementwise loop weighs in parallel_chunks' flops: these
+// loops are bound by memory traffic (a read or two and a write per element), not arithmetic,
+// and a core streams about 16 flops' time per element; with this weight a loop is split over
+// the pool from ~250K elements (relu and the residual adds of the medium model and up).
+constexpr double kElementWork = 16.0;
+
+// Calls body(begin, end) over [0, n) in pieces on the pool when n is large. Every element is
+// computed alone, so the bits do not depend on the split.
+template <typename Body>
+void for_range(int64_t n, Body body) {
+  parallel_for(n, parallel_chunks(n, kElementWork * static_cast<double>(n)), body);
+}
+
 // out[i] = f(x[i]) for any strides of x; out is contiguous.
 template <typename T, typename F>
 void map_unary(const Tensor& x, Tensor& out, F f) {
   const T* px = x.data<T>();
   T* po = out.data<T>();
   if (x.is_contiguous()) {
-    const int64_t n = x.numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
+    for_range(x.numel(), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) po[i] = f(px[i]);
+    });
     return;
   }
   const std::vector<int64_t>& so = out.strides();
@@ -178,8 +193,9 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
     const T* pb = b.data<T>();
     const auto run = [&](auto f) {
       if (a.shape() == b.shape() && a.is_contiguous() && b.is_contiguous()) {
-        const int64_t n = out.numel();
-        for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+        for_range(out.numel(), [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) po[i] = f(pa[i], pb[i]);
+        });
         return;
       }
       const Tensor ea = a.expand(shape);
@@ -218,12 +234,13 @@ void add_(Tensor& dst, const Tensor& src, double alpha) {
     const T* ps = src.data<T>();
     const T k = static_cast<T>(alpha);
     if (src.shape() == dst.shape() && src.is_contiguous() && dst.is_contiguous()) {
-      const int64_t n = dst.numel();
-      if (alpha == 1.0) {
-        for (int64_t i = 0; i < n; ++i) pd[i] += ps[i];
-      } else {
-        for (int64_t i = 0; i < n; ++i) pd[i] += k * ps[i];
-      }
+      for_range(dst.numel(), [&](int64_t begin, int64_t end) {
+        if (alpha == 1.0) {
+          for (int64_t i = begin; i < end; ++i) pd[i] += ps[i];
+        } else {
+          for (int64_t i = begin; i < end; ++i) pd[i] += k * ps[i];
+        }
+      });
       return;
     }
     const Tensor es = src.expand(dst.shape());

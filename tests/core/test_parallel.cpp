@@ -2,6 +2,7 @@
 // visited once, errors reach the caller, and big products and attention give the same bits
 // with 1 and 2 threads (and the right values, against a naive loop).
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -182,6 +183,53 @@ BOOST_AUTO_TEST_CASE(attention_split_over_heads_gives_the_same_bits) {
   BOOST_TEST(same_bits(d[0].dq, d[1].dq));
   BOOST_TEST(same_bits(d[0].dk, d[1].dk));
   BOOST_TEST(same_bits(d[0].dv, d[1].dv));
+}
+
+// Contiguous elementwise loops over 300K elements are split over the pool: same bits with 1
+// and 2 threads, and the same bits as the strided walk that a transposed operand takes.
+BOOST_AUTO_TEST_CASE(big_elementwise_ops_give_the_same_bits_split_or_strided) {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    BOOST_TEST_CONTEXT(dtype_name(dtype)) {
+      Generator gen(41);
+      const Tensor a = normal({600, 501}, 0.0, 1.0, gen, dtype);
+      const Tensor b = normal({600, 501}, 0.0, 1.0, gen, dtype);
+      // The same values through transposed views: the strided path of every kernel.
+      const Tensor at = a.t().contiguous().t();
+      const Tensor bt = b.t().contiguous().t();
+      BOOST_REQUIRE(!at.is_contiguous());
+      std::vector<Tensor> results[2];
+      for (int threads : {1, 2}) {
+        const ThreadCount t(threads);
+        BOOST_REQUIRE(threads == 1 || parallel_chunks(a.numel(), 16.0 * static_cast<double>(a.numel())) == 2);
+        std::vector<Tensor>& r = results[threads - 1];
+        r.push_back(kernels::add(a, b));
+        r.push_back(kernels::binary(kernels::BinaryOp::relu_grad, a, b));
+        r.push_back(kernels::unary(kernels::UnaryOp::relu, a));
+        r.push_back(kernels::affine(a, 0.5, 2.0));
+        Tensor acc = a.clone();
+        kernels::add_(acc, b, 0.25);
+        r.push_back(acc);
+      }
+      Tensor acc = a.clone();
+      kernels::add_(acc, bt, 0.25);
+      const std::vector<Tensor> strided = {kernels::add(at, bt), kernels::binary(kernels::BinaryOp::relu_grad, at, bt),
+                                           kernels::unary(kernels::UnaryOp::relu, at), kernels::affine(at, 0.5, 2.0),
+                                           acc};
+      for (size_t i = 0; i < strided.size(); ++i) {
+        BOOST_TEST(same_bits(results[0][i], results[1][i]), "op " << i);
+        BOOST_TEST(same_bits(results[0][i], strided[i]), "op " << i);
+      }
+      // And the values themselves: relu_grad passes b where a > 0, add_ adds 0.25 b.
+      const std::vector<double> va = a.to_vector(), vb = b.to_vector(), vg = results[1][1].to_vector();
+      const std::vector<double> vacc = results[1][4].to_vector();
+      bool right = true;
+      for (size_t i = 0; i < va.size(); ++i) {
+        right = right && vg[i] == (va[i] > 0 ? vb[i] : 0.0);
+        right = right && std::abs(vacc[i] - (va[i] + 0.25 * vb[i])) <= 1e-6 * (1 + std::abs(va[i]) + std::abs(vb[i]));
+      }
+      BOOST_TEST(right);
+    }
+  }
 }
 
 // LayerNorm's backward sums the weight and bias gradients over rows in fixed blocks of rows,
