@@ -195,10 +195,14 @@ LayerNormGrads layer_norm_backward(const Tensor& g_in, const Tensor& x_in, const
         const T* xr = px + r * n;
         const T m = pmean[r];
         const T s = prstd[r];
-        if (dw) {
+        if (dw && db) {  // one sweep for both column sums (the training case)
+          for (int64_t j = 0; j < n; ++j) {
+            dw[j] += static_cast<Acc>(gr[j] * ((xr[j] - m) * s));
+            db[j] += static_cast<Acc>(gr[j]);
+          }
+        } else if (dw) {
           for (int64_t j = 0; j < n; ++j) dw[j] += static_cast<Acc>(gr[j] * ((xr[j] - m) * s));
-        }
-        if (db) {
+        } else if (db) {
           for (int64_t j = 0; j < n; ++j) db[j] += static_cast<Acc>(gr[j]);
         }
         if (!pdx) continue;
