@@ -73,11 +73,11 @@ T apply_binary(BinaryOp op, T a, T b) {
   return a;
 }
 
-// What one element of a contiguous elementwise loop weighs in parallel_chunks' flops: these
-// loops are bound by memory traffic (a read or two and a write per element), not arithmetic,
-// and a core streams about 16 flops' time per element; with this weight a loop is split over
-// the pool from ~250K elements (relu and the residual adds of the medium model and up).
-constexpr double kElementWork = 16.0;
+// What one element of a contiguous elementwise loop weighs in parallel_chunks' flops. These
+// loops are bound by memory traffic, and on this 2-core VM a split of the small model's 0.5M
+// element relu measured slower (0.5-0.7 -> 0.7-0.9 ms, loaded machine), so the split starts
+// at ~1M elements: the medium model's relu and up.
+constexpr double kElementWork = 4.0;
 
 // Calls body(begin, end) over [0, n) in pieces on the pool when n is large. Every element is
 // computed alone, so the bits do not depend on the split.
