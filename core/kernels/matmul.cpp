@@ -4,6 +4,8 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "core/kernels.h"
@@ -30,6 +32,18 @@ BlasOperand as_blas_operand(const Tensor& x) {
   if ((s_row == 1 || rows == 1) && s_col >= std::max<int64_t>(rows, 1)) return {x, CblasTrans, s_col};
   Tensor c = x.clone();
   return {c, CblasNoTrans, std::max<int64_t>(cols, 1)};
+}
+
+// Every length-n row of the contiguous `out` becomes a copy of `bias` (n,): a memcpy per row
+// instead of a broadcast copy_ that walks both operands' strides element by element.
+void fill_rows(Tensor& out, const Tensor& bias_in) {
+  const Tensor bias = bias_in.contiguous();
+  const int64_t n = bias.numel();
+  const int64_t rows = out.numel() / n;
+  const size_t row_bytes = static_cast<size_t>(n) * dtype_size(out.dtype());
+  const auto* src = static_cast<const std::byte*>(bias.raw_data());
+  auto* dst = static_cast<std::byte*>(out.raw_data());
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + static_cast<size_t>(r) * row_bytes, src, row_bytes);
 }
 
 }  // namespace
@@ -75,7 +89,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
   if (out.numel() == 0) return out;
   // With a bias every row of C starts as the bias and BLAS adds the product (beta = 1): the
   // same pass over C that beta = 0 spends on zeroing it.
-  if (bias.defined()) out.copy_(bias);
+  if (bias.defined()) fill_rows(out, bias);
   if (k == 0) return bias.defined() ? out : out.fill_(0.0);
   const double beta = bias.defined() ? 1.0 : 0.0;
 

@@ -154,6 +154,17 @@ BOOST_AUTO_TEST_CASE(a_fused_bias_equals_adding_it_after_the_product) {
     const Tensor composed = kernels::add(kernels::matmul(a, w.t()), bias);
     BOOST_TEST(max_abs_diff(fused, composed) < 1e-12, "a " << a_shape);
   }
+  // A strided bias (every other element of a longer vector) and f32 rows.
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    Generator gen(13);
+    const Tensor a = normal({2, 6, 5}, 0.0, 1.0, gen, dtype);
+    const Tensor w = normal({4, 5}, 0.0, 1.0, gen, dtype);
+    const Tensor every_other = normal({8}, 0.0, 1.0, gen, dtype).slice(0, 0, 8, 2);
+    BOOST_TEST(!every_other.is_contiguous());
+    const Tensor fused = kernels::matmul(a, w.t(), every_other);
+    const Tensor composed = kernels::add(kernels::matmul(a, w.t()), every_other);
+    BOOST_TEST(max_abs_diff(fused.to(DType::f64), composed.to(DType::f64)) < (dtype == DType::f32 ? 1e-5 : 1e-12));
+  }
   Generator gen(12);
   const Tensor a = normal({4, 3}, 0.0, 1.0, gen, DType::f64);
   const Tensor b = normal({3, 5}, 0.0, 1.0, gen, DType::f64);
