@@ -23,6 +23,7 @@
 
 #include "core/kernels.h"
 #include "core/parallel.h"
+#include "core/vec_math.h"
 
 namespace ag::kernels {
 
@@ -204,11 +205,10 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
             std::fill(row, row + Tk, T(0));
             continue;
           }
+          // The exp pass has no running sum so that it vectorises for f32; the sum then runs in order.
+          for (int64_t j = 0; j < Tk; ++j) row[j] = vec_exp(row[j] - mx);
           T total = 0;
-          for (int64_t j = 0; j < Tk; ++j) {
-            row[j] = std::exp(row[j] - mx);
-            total += row[j];
-          }
+          for (int64_t j = 0; j < Tk; ++j) total += row[j];
           const T inv = 1 / total;
           for (int64_t j = 0; j < Tk; ++j) row[j] *= inv;
         }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/kernels.h"
+#include "core/vec_math.h"
 
 namespace ag::kernels {
 
@@ -45,12 +46,14 @@ Tensor softmax_impl(const Tensor& x_in, int64_t axis_in, bool log, const char* o
       T mx = -std::numeric_limits<T>::infinity();
       for (int64_t j = 0; j < n; ++j) mx = std::max(mx, in[j * s]);
       if (mx == -std::numeric_limits<T>::infinity()) mx = 0;  // an all -inf row stays finite in the shift
-      T total = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        const T e = std::exp(in[j * s] - mx);
-        o[j * s] = e;
-        total += e;
+      // The exp pass has no running sum so that, on contiguous rows, it vectorises for f32.
+      if (s == 1) {
+        for (int64_t j = 0; j < n; ++j) o[j] = vec_exp(in[j] - mx);
+      } else {
+        for (int64_t j = 0; j < n; ++j) o[j * s] = vec_exp(in[j * s] - mx);
       }
+      T total = 0;
+      for (int64_t j = 0; j < n; ++j) total += o[j * s];
       if (log) {
         const T lse = std::log(total);
         for (int64_t j = 0; j < n; ++j) o[j * s] = in[j * s] - mx - lse;
@@ -86,7 +89,7 @@ Tensor softmax_backward_impl(const Tensor& y_in, const Tensor& g_in, int64_t axi
         T dot = 0;
         if (log) {
           for (int64_t j = 0; j < l.n; ++j) dot += pg[base + j * s];
-          for (int64_t j = 0; j < l.n; ++j) po[base + j * s] = pg[base + j * s] - std::exp(py[base + j * s]) * dot;
+          for (int64_t j = 0; j < l.n; ++j) po[base + j * s] = pg[base + j * s] - vec_exp(py[base + j * s]) * dot;
         } else {
           for (int64_t j = 0; j < l.n; ++j) dot += pg[base + j * s] * py[base + j * s];
           for (int64_t j = 0; j < l.n; ++j) po[base + j * s] = py[base + j * s] * (pg[base + j * s] - dot);

@@ -1,0 +1,182 @@
+// core/vec_math.h: exp_f32 against exp in double over a sweep of the whole float range and at
+// the special values, and the kernels calling it in f32 against the same kernels in f64.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "core/kernels.h"
+#include "core/vec_math.h"
+#include "support.h"
+
+namespace ag::testing {
+namespace {
+
+// Position of a float on the number line in ulps (monotonic across zero, +0 and -0 equal).
+int64_t ulp_index(float f) {
+  const int32_t bits = std::bit_cast<int32_t>(f);
+  return bits < 0 ? -static_cast<int64_t>(bits & 0x7fffffff) : static_cast<int64_t>(bits);
+}
+
+// The correctly rounded float exp (double's exp is accurate to far below a float ulp).
+float reference_exp(float x) { return static_cast<float>(std::exp(static_cast<double>(x))); }
+
+// One call at a time, kept out of line so that the test compares the vectorised loop below
+// with scalar code.
+[[gnu::noinline]] float exp_one(float x) { return exp_f32(x); }
+
+BOOST_AUTO_TEST_SUITE(float_exp)
+
+// Every 127th bit pattern of each sign (about 34 million inputs, all binades, subnormal inputs
+// and results included; NaN patterns excluded, see below). A sweep of all 2^32 patterns gave a
+// maximum error of 1 ulp when this was written; the bound checked here is that.
+BOOST_AUTO_TEST_CASE(exp_f32_is_within_one_ulp_over_the_float_range) {
+  constexpr uint32_t kStride = 127;
+  constexpr uint32_t kInf = 0x7f800000u;
+  int64_t worst = 0;
+  float worst_x = 0;
+  std::vector<float> xs, ys;
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint64_t b = 0; b <= kInf; b += kStride) xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(b) | sign));
+  }
+  ys.resize(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) ys[i] = exp_f32(xs[i]);  // the vectorised loop
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const int64_t err = std::abs(ulp_index(ys[i]) - ulp_index(reference_exp(xs[i])));
+    if (err > worst) {
+      worst = err;
+      worst_x = xs[i];
+    }
+  }
+  BOOST_TEST(xs.size() > 30'000'000u);
+  BOOST_TEST(worst <= 1, "max error " << worst << " ulp at x = " << worst_x);
+}
+
+// Every 16th float in [-1, 1] (down to 2^-40 in magnitude): the range attention scores minus
+// their maximum mostly fall in, swept densely.
+BOOST_AUTO_TEST_CASE(exp_f32_dense_near_zero_and_exact_at_zero) {
+  int64_t worst = 0;
+  const uint32_t lo = std::bit_cast<uint32_t>(0x1p-40f), hi = std::bit_cast<uint32_t>(1.0f);
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint32_t b = lo; b <= hi; b += 16) {
+      const float x = std::bit_cast<float>(b | sign);
+      worst = std::max(worst, std::abs(ulp_index(exp_f32(x)) - ulp_index(reference_exp(x))));
+    }
+  }
+  BOOST_TEST(worst <= 1);
+  BOOST_TEST(exp_f32(0.0f) == 1.0f);
+  BOOST_TEST(exp_f32(-0.0f) == 1.0f);
+  BOOST_TEST(exp_f32(std::numeric_limits<float>::denorm_min()) == 1.0f);
+  BOOST_TEST(exp_f32(-std::numeric_limits<float>::denorm_min()) == 1.0f);
+}
+
+BOOST_AUTO_TEST_CASE(exp_f32_special_values_overflow_and_underflow) {
+  const float inf = std::numeric_limits<float>::infinity();
+  BOOST_TEST(exp_f32(inf) == inf);
+  const float at_minus_inf = exp_f32(-inf);
+  BOOST_TEST(at_minus_inf == 0.0f);
+  BOOST_TEST(!std::signbit(at_minus_inf));
+  BOOST_TEST(std::isnan(exp_f32(std::numeric_limits<float>::quiet_NaN())));
+  BOOST_TEST(std::isnan(exp_f32(-std::numeric_limits<float>::quiet_NaN())));
+  BOOST_TEST(exp_f32(std::numeric_limits<float>::max()) == inf);
+  BOOST_TEST(exp_f32(-std::numeric_limits<float>::max()) == 0.0f);
+  // Around the overflow threshold ln(FLT_MAX) = 88.7228391...: finite below, +inf above.
+  BOOST_TEST(exp_f32(88.72283f) == reference_exp(88.72283f));
+  BOOST_TEST(std::isfinite(exp_f32(88.72283f)));
+  BOOST_TEST(exp_f32(88.7229f) == inf);
+  BOOST_TEST(exp_f32(89.5f) == inf);
+  // Subnormal results down to the smallest one, then 0.
+  for (float x : {-87.5f, -90.0f, -100.0f, -103.0f, -103.27893f, -103.9f}) {
+    BOOST_TEST(std::abs(ulp_index(exp_f32(x)) - ulp_index(reference_exp(x))) <= 1, "x = " << x);
+  }
+  BOOST_TEST(exp_f32(-103.97208f) == std::numeric_limits<float>::denorm_min());
+  BOOST_TEST(exp_f32(-104.0f) == 0.0f);
+  BOOST_TEST(exp_f32(-200.0f) == 0.0f);
+  // Values a softmax meets: exp(x - max) for the maximum is exactly 1.
+  BOOST_TEST(exp_f32(1.0f) == reference_exp(1.0f));
+}
+
+BOOST_AUTO_TEST_CASE(vectorised_loop_matches_one_call_at_a_time) {
+  Generator gen(7);
+  std::vector<float> xs(4099);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    xs[i] = static_cast<float>(200.0 * Generator::uniform_f64(gen.next_stream(), i) - 110.0);
+  }
+  xs[5] = -std::numeric_limits<float>::infinity();
+  xs[6] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> ys(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) ys[i] = exp_f32(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float one = exp_one(xs[i]);
+    BOOST_TEST((std::bit_cast<uint32_t>(ys[i]) == std::bit_cast<uint32_t>(one) || (std::isnan(one) && std::isnan(ys[i]))),
+               "x = " << xs[i]);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(vec_exp_keeps_libm_for_double) {
+  for (double x : {-700.0, -1.5, 0.0, 0.3, 1.0, 700.0}) BOOST_TEST(vec_exp(x) == std::exp(x));
+  BOOST_TEST(vec_exp(0.5f) == exp_f32(0.5f));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- the kernels that call vec_exp: f32 (exp_f32) against f64 (std::exp) ----
+
+BOOST_AUTO_TEST_SUITE(kernels_on_exp_f32)
+
+// Rows of 37 (not a multiple of the vector width), some entries -inf, row 1 entirely -inf,
+// large and tiny magnitudes; softmax along the contiguous axis and along a strided one.
+BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_f32_match_f64_with_masked_entries) {
+  const double inf = std::numeric_limits<double>::infinity();
+  Generator gen(5);
+  Tensor x = normal(Shape{4, 37}, 0.0, 30.0, gen, DType::f64);
+  std::vector<double> v = x.to_vector();
+  for (size_t j = 0; j < 37; ++j) v[37 + j] = -inf;
+  v[3] = v[80] = v[111] = -inf;
+  x = from_vector(v, Shape{4, 37}, DType::f64);
+  const Tensor x32 = x.to(DType::f32);
+  for (int64_t axis : {1, 0}) {
+    const Tensor y = kernels::softmax(x, axis), y32 = kernels::softmax(x32, axis);
+    BOOST_TEST(max_abs_diff(y32, y) <= 1e-6, "axis " << axis);
+    const Tensor g = normal(Shape{4, 37}, 0.0, 1.0, gen, DType::f64);
+    BOOST_TEST(max_abs_diff(kernels::softmax_backward(y32, g.to(DType::f32), axis),
+                            kernels::softmax_backward(y, g, axis)) <= 1e-5);
+  }
+  // log_softmax along rows that have at least one finite entry.
+  const Tensor finite = x.narrow(0, 2, 2);
+  const Tensor ls = kernels::log_softmax(finite, 1), ls32 = kernels::log_softmax(finite.to(DType::f32), 1);
+  std::vector<double> a = ls.to_vector(), b = ls32.to_vector();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isinf(a[i])) {
+      BOOST_TEST(b[i] == a[i]);
+    } else {
+      BOOST_TEST(std::abs(a[i] - b[i]) <= 1e-5 * std::max(1.0, std::abs(a[i])));
+    }
+  }
+  const Tensor g = normal(Shape{2, 37}, 0.0, 1.0, gen, DType::f64);
+  BOOST_TEST(max_abs_diff(kernels::log_softmax_backward(ls32, g.to(DType::f32), 1),
+                          kernels::log_softmax_backward(ls, g, 1)) <= 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_f32_matches_f64_beyond_one_exp_chunk) {
+  // 300 classes: more than the 256-entry buffer the forward computes its exps in.
+  Generator gen(9);
+  const Tensor logits = normal(Shape{5, 300}, 0.0, 4.0, gen, DType::f64);
+  const Indices targets(Shape{5}, {0, 299, 17, 256, 255});
+  for (double smoothing : {0.0, 0.1}) {
+    const kernels::CrossEntropyForward f = kernels::cross_entropy_forward(logits, targets, -100, smoothing);
+    const Tensor l32 = logits.to(DType::f32);
+    const kernels::CrossEntropyForward f32 = kernels::cross_entropy_forward(l32, targets, -100, smoothing);
+    BOOST_TEST(max_abs_diff(f32.losses, f.losses) <= 1e-5);
+    BOOST_TEST(max_abs_diff(f32.lse, f.lse) <= 1e-5);
+    const Tensor rg = full(Shape{5}, 0.5, DType::f64);
+    BOOST_TEST(max_abs_diff(kernels::cross_entropy_backward(l32, f32.lse, targets, -100, smoothing, rg.to(DType::f32)),
+                            kernels::cross_entropy_backward(logits, f.lse, targets, -100, smoothing, rg)) <= 1e-6);
+  }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace ag::testing
