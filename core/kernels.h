@@ -151,6 +151,10 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Ind
 // scaled_dot_product_attention and every shape.
 void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
                                const Tensor& bias);
+// How the per-slice products run: BLAS calls, or direct loops that beat BLAS's fixed cost per
+// call on small heads. `automatic` (what the library uses) picks by slice size; tests force
+// each path to hold them equal.
+enum class AttentionPath { automatic, blas, direct };
 // weights = softmax over keys of (scale * q k^T + bias) where keep != 0 (a row with no kept
 // key is all zero); output = (weights with `dropout` applied) v.
 struct AttentionForward {
@@ -158,7 +162,8 @@ struct AttentionForward {
   Tensor weights;  // (B, H, Tq, Tk), before dropout
 };
 AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
-                                   const Tensor& bias, double scale, const DropoutMask& dropout);
+                                   const Tensor& bias, double scale, const DropoutMask& dropout,
+                                   AttentionPath path = AttentionPath::automatic);
 // g: (B, H, Tq, Dv), any strides. Reads q only for dk, k only for dq, v only for dq/dk/dscores.
 // dscores is the gradient of the pre-softmax scores (B, H, Tq, Tk), i.e. of an additive bias
 // before it is summed back to the bias's shape. Unwanted gradients stay undefined.
@@ -167,6 +172,7 @@ struct AttentionGrads {
 };
 AttentionGrads attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& weights, double scale, const DropoutMask& dropout, bool want_q,
-                                  bool want_k, bool want_v, bool want_scores);
+                                  bool want_k, bool want_v, bool want_scores,
+                                  AttentionPath path = AttentionPath::automatic);
 
 }  // namespace ag::kernels

@@ -9,7 +9,8 @@
 // underflow gives 0, NaN stays NaN. Same input, same bits, on every call and thread.
 //
 // vec_exp<T> is the one the kernels call: exp_f32 for float, std::exp for double (the f64
-// gradient checks keep libm's exp).
+// gradient checks keep libm's exp). small_gemm, at the end, is the register-blocked product
+// behind attention's small heads.
 #pragma once
 
 #include <bit>
@@ -69,5 +70,16 @@ inline T vec_exp(T x) {
     return std::exp(x);
   }
 }
+
+// C (m, n), row stride ldc, = alpha * A (m, k) B (k, n) for small products (core/kernels/
+// small_gemm.cpp): A is read through any element strides (a_rs, a_cs), so a transposed view
+// costs nothing; B's rows must be unit-strided (row stride ldb). C is overwritten (no beta).
+// Every element is alpha * (sum over p in order of A[i][p] B[p][j]): no fused multiply-add, no
+// reassociation, so the result is the same bits on every CPU, with or without AVX2 (used when
+// the CPU has it and allow_avx2 is true; tests pass false to check the baseline copy).
+void small_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_rs, int64_t a_cs,
+                const float* b, int64_t ldb, float* c, int64_t ldc, bool allow_avx2 = true);
+void small_gemm(int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t a_rs, int64_t a_cs,
+                const double* b, int64_t ldb, double* c, int64_t ldc, bool allow_avx2 = true);
 
 }  // namespace ag

@@ -1,5 +1,9 @@
 // core/vec_math.h: exp_f32 against exp in double over a sweep of the whole float range and at
-// the special values, and the kernels calling it in f32 against the same kernels in f64.
+// the special values, and small_gemm against a plain double-precision product (both copies,
+// baseline and AVX2, which must agree bit for bit).
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -9,6 +13,8 @@
 #include "core/kernels.h"
 #include "core/vec_math.h"
 #include "support.h"
+
+namespace bdata = boost::unit_test::data;
 
 namespace ag::testing {
 namespace {
@@ -175,6 +181,72 @@ BOOST_AUTO_TEST_CASE(cross_entropy_f32_matches_f64_beyond_one_exp_chunk) {
                             kernels::cross_entropy_backward(logits, f.lse, targets, -100, smoothing, rg)) <= 1e-6);
   }
 }
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- small_gemm ----
+
+struct GemmCase {
+  int64_t m, n, k;
+  bool transposed_a;
+};
+std::ostream& operator<<(std::ostream& os, const GemmCase& c) {
+  return os << c.m << "x" << c.n << "x" << c.k << (c.transposed_a ? " A^T" : "");
+}
+
+// Edge sizes around the 4-row blocks and the 8/16-column vector blocks, and empty ones.
+const std::vector<GemmCase> kGemmCases = {
+    {0, 5, 3, false},  {3, 0, 2, false},  {2, 3, 0, false},   {1, 1, 1, false},   {4, 8, 4, false},
+    {4, 16, 16, true}, {5, 17, 3, false}, {7, 9, 13, true},   {16, 16, 16, false}, {17, 33, 9, true},
+    {3, 7, 5, true},   {8, 4, 2, false},  {33, 24, 31, false}, {64, 64, 32, true},
+};
+
+template <typename T>
+void check_small_gemm(const GemmCase& c) {
+  // A sum of k products in T, then the alpha multiply: each rounding at most eps relative.
+  const double eps = std::numeric_limits<T>::epsilon();
+  const double tolerance = static_cast<double>(c.k + 2) * eps;
+  const int64_t m = c.m, n = c.n, k = c.k;
+  const int64_t ldb = n + 3, ldc = n + 2;  // padded rows: the padding must stay untouched
+  Generator gen(11);
+  const uint64_t key = gen.next_stream();
+  std::vector<T> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(std::max<int64_t>(k * ldb, 1)));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(Generator::normal(key, i));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<T>(Generator::normal(key, 100000 + i));
+  // A is (m, k); stored transposed it is read with strides (1, m).
+  const int64_t a_rs = c.transposed_a ? 1 : k, a_cs = c.transposed_a ? m : 1;
+  const T alpha = static_cast<T>(0.375);
+  const T kPad = static_cast<T>(-12345);
+  std::vector<T> fast(static_cast<size_t>(std::max<int64_t>(m * ldc, 1)), kPad), base = fast;
+  small_gemm(m, n, k, alpha, a.data(), a_rs, a_cs, b.data(), ldb, fast.data(), ldc);
+  small_gemm(m, n, k, alpha, a.data(), a_rs, a_cs, b.data(), ldb, base.data(), ldc, /*allow_avx2=*/false);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const T got = fast[static_cast<size_t>(i * ldc + j)];
+      BOOST_TEST(got == base[static_cast<size_t>(i * ldc + j)], "AVX2 and baseline differ at " << i << "," << j);
+      if (j >= n) {
+        BOOST_TEST(got == kPad, "padding written at " << i << "," << j);
+        continue;
+      }
+      double exact = 0, scale = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double term = static_cast<double>(a[static_cast<size_t>(i * a_rs + p * a_cs)]) *
+                            static_cast<double>(b[static_cast<size_t>(p * ldb + j)]);
+        exact += term;
+        scale += std::abs(term);
+      }
+      exact *= static_cast<double>(alpha);
+      BOOST_TEST(std::abs(static_cast<double>(got) - exact) <= tolerance * std::abs(static_cast<double>(alpha)) * scale,
+                 "at " << i << "," << j << ": " << got << " vs " << exact);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_SUITE(small_gemm_products)
+
+BOOST_DATA_TEST_CASE(matches_a_double_product_f32, bdata::make(kGemmCases), c) { check_small_gemm<float>(c); }
+
+BOOST_DATA_TEST_CASE(matches_a_double_product_f64, bdata::make(kGemmCases), c) { check_small_gemm<double>(c); }
 
 BOOST_AUTO_TEST_SUITE_END()
 
