@@ -4,15 +4,16 @@
 // casts, so `for (j) y[j] = exp_f32(x[j])` becomes SSE2 code at -O3 without fast-math.
 //
 // Accuracy (tests/core/test_vec_math.cpp sweeps the float range against exp in double):
-// within 2 ulp of the correctly rounded result everywhere, including subnormal results;
+// within 1 ulp of the correctly rounded result everywhere, including subnormal results;
 // exp_f32(0) == 1 exactly, exp_f32(-inf) == 0, exp_f32(+inf) == +inf, overflow gives +inf,
 // underflow gives 0, NaN stays NaN. Same input, same bits, on every call and thread.
 //
 // vec_exp<T> is the one the kernels call: exp_f32 for float, std::exp for double (the f64
-// gradient checks keep libm's exp). small_gemm, at the end, is the register-blocked product
-// behind attention's small heads.
+// gradient checks keep libm's exp). exp_shifted and small_gemm, at the end, are
+// compiled for SSE2 and for AVX2: a softmax row's exps and the products of attention heads.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -71,12 +72,106 @@ inline T vec_exp(T x) {
   }
 }
 
-// C (m, n), row stride ldc, = alpha * A (m, k) B (k, n) for small products (core/kernels/
-// small_gemm.cpp): A is read through any element strides (a_rs, a_cs), so a transposed view
-// costs nothing; B's rows must be unit-strided (row stride ldb). C is overwritten (no beta).
+// ---- row reductions in a fixed, vectorised order ----
+// Sum of x[0, n) (times y[0, n) for the dot product) and maximum over a row of floats. Eight
+// running partials (lane l takes elements l, l + 8, l + 16, ...) in two SSE vectors, combined as
+// ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7)), then the n % 8 leftovers in order. The
+// order depends on n only, so the bits are the same on every run, thread count and CPU; it is
+// not left to right, so a sum may differ from a plain loop's in the last bits. A plain loop is
+// one dependent add per element (3-4 cycles each); here eight chains run side by side.
+typedef float F32x4 __attribute__((vector_size(16), aligned(4), may_alias));
+
+inline float dot_lanes(const float* x, const float* y, int64_t n) {
+  F32x4 lo = {}, hi = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    F32x4 a = *reinterpret_cast<const F32x4*>(x + j), b = *reinterpret_cast<const F32x4*>(x + j + 4);
+    if (y) {
+      a *= *reinterpret_cast<const F32x4*>(y + j);
+      b *= *reinterpret_cast<const F32x4*>(y + j + 4);
+    }
+    lo += a;
+    hi += b;
+  }
+  float total = ((lo[0] + lo[1]) + (lo[2] + lo[3])) + ((hi[0] + hi[1]) + (hi[2] + hi[3]));
+  for (; j < n; ++j) total += y ? x[j] * y[j] : x[j];
+  return total;
+}
+
+inline float sum_lanes(const float* x, int64_t n) { return dot_lanes(x, nullptr, n); }
+
+// NaN entries are ignored, as by a running std::max from -inf (-inf for n = 0). The order
+// cannot change the value, except that it may pick -0 over +0, which leaves x - max unchanged.
+inline float max_lanes(const float* x, int64_t n) {
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  F32x4 lo = F32x4{} + neg_inf, hi = lo;
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const F32x4 a = *reinterpret_cast<const F32x4*>(x + j), b = *reinterpret_cast<const F32x4*>(x + j + 4);
+    lo = lo < a ? a : lo;
+    hi = hi < b ? b : hi;
+  }
+  float mx = neg_inf;
+  for (int l = 0; l < 4; ++l) mx = std::max(mx, std::max(lo[l], hi[l]));
+  for (; j < n; ++j) mx = std::max(mx, x[j]);
+  return mx;
+}
+
+// ---- compiled for SSE2 and AVX2 (core/kernels/simd.cpp) ----
+// Both copies give the same bits (no FMA, no reassociation); the AVX2 one runs when the CPU
+// has it and allow_avx2 is true (tests pass false to check the baseline copy).
+
+// y[j] = exp_f32(x[j] - shift) for j < n; y may be x (in place) or a disjoint row.
+void exp_shifted(const float* x, float* y, int64_t n, float shift, bool allow_avx2 = true);
+
+// The same for either dtype: exp_shifted for float, std::exp for double.
+template <typename T>
+inline void exp_row(const T* x, T* y, int64_t n, T shift) {
+  if constexpr (std::is_same_v<T, float>) {
+    exp_shifted(x, y, n, shift);
+  } else {
+    for (int64_t j = 0; j < n; ++j) y[j] = std::exp(x[j] - shift);
+  }
+}
+
+// Row reductions for either dtype: the lane versions for float, left-to-right loops for double
+// (the f64 gradient checks keep the plain order).
+template <typename T>
+inline T row_sum(const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return sum_lanes(x, n);
+  } else {
+    T total = 0;
+    for (int64_t j = 0; j < n; ++j) total += x[j];
+    return total;
+  }
+}
+template <typename T>
+inline T row_dot(const T* x, const T* y, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return dot_lanes(x, y, n);
+  } else {
+    T total = 0;
+    for (int64_t j = 0; j < n; ++j) total += x[j] * y[j];
+    return total;
+  }
+}
+template <typename T>
+inline T row_max(const T* x, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return max_lanes(x, n);
+  } else {
+    T mx = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
+    return mx;
+  }
+}
+
+// C (m, n), row stride ldc, = alpha * A (m, k) B (k, n) for small products: A is read through
+// any element strides (a_rs, a_cs), so a transposed view costs nothing; B's rows must be
+// unit-strided (row stride ldb). C is overwritten (no beta).
 // Every element is alpha * (sum over p in order of A[i][p] B[p][j]): no fused multiply-add, no
-// reassociation, so the result is the same bits on every CPU, with or without AVX2 (used when
-// the CPU has it and allow_avx2 is true; tests pass false to check the baseline copy).
+// reassociation, so the result is the same bits on every CPU, with or without AVX2.
 void small_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t a_rs, int64_t a_cs,
                 const float* b, int64_t ldb, float* c, int64_t ldc, bool allow_avx2 = true);
 void small_gemm(int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t a_rs, int64_t a_cs,

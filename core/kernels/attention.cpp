@@ -126,8 +126,8 @@ void drop(const T* src, T* dst, int64_t n, uint64_t base, const DropoutMask& dro
 
 
 // One row of scores -> attention weights in place: add the bias, set masked keys to -inf,
-// softmax over the row; a row with no kept key becomes all zero. The exp pass is a loop of
-// its own (no running sum inside) so that it vectorises for f32; the sum then runs in order.
+// softmax over the row; a row with no kept key becomes all zero. For f32 the max, exp and sum
+// are separate vectorised passes (core/vec_math.h; the sum in a fixed 8-lane order).
 template <typename T>
 void softmax_row(T* row, int64_t n, const ScoreOperand<T>& add, const ScoreOperand<T>& mask, int64_t b, int64_t h,
                  int64_t i) {
@@ -142,16 +142,13 @@ void softmax_row(T* row, int64_t n, const ScoreOperand<T>& add, const ScoreOpera
       if (m[j * mask.step()] == T(0)) row[j] = neg_inf;
     }
   }
-  T mx = neg_inf;
-  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, row[j]);
+  const T mx = row_max(row, n);
   if (mx == neg_inf) {  // every key masked: zero weights, hence a zero output row
     std::fill(row, row + n, T(0));
     return;
   }
-  for (int64_t j = 0; j < n; ++j) row[j] = vec_exp(row[j] - mx);
-  T total = 0;
-  for (int64_t j = 0; j < n; ++j) total += row[j];
-  const T inv = 1 / total;
+  exp_row(row, row, n, mx);
+  const T inv = 1 / row_sum(row, n);
   for (int64_t j = 0; j < n; ++j) row[j] *= inv;
 }
 
@@ -392,8 +389,7 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           const T* p = P + i * Tk;
           if (dropout.active()) drop(d, d, Tk, base + static_cast<uint64_t>(i * Tk), dropout);
           // Masked keys and fully masked rows have p = 0, so their score gradient is exactly 0.
-          T dot = 0;
-          for (int64_t j = 0; j < Tk; ++j) dot += d[j] * p[j];
+          const T dot = row_dot(d, p, Tk);
           for (int64_t j = 0; j < Tk; ++j) d[j] = p[j] * (d[j] - dot);
         }
         if (want_q) {

@@ -80,7 +80,7 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits_in, const Indices
       Acc total = 0, sum_x = 0;
       for (int64_t j0 = 0; j0 < classes; j0 += kChunk) {
         const int64_t len = std::min(kChunk, classes - j0);
-        for (int64_t j = 0; j < len; ++j) e[j] = vec_exp(x[j0 + j] - mx);
+        exp_row(x + j0, e, len, mx);
         for (int64_t j = 0; j < len; ++j) total += static_cast<Acc>(e[j]);
       }
       for (int64_t j = 0; j < classes; ++j) sum_x += static_cast<Acc>(x[j]);
@@ -126,7 +126,8 @@ Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& lse_in, con
       const T* x = px + r * classes;
       const T g = pg[r * g_stride];
       const T l = plse[r];
-      for (int64_t j = 0; j < classes; ++j) d[j] = g * (vec_exp(x[j] - l) - smooth);
+      exp_row(x, d, classes, l);  // softmax_j, then the gradient in place
+      for (int64_t j = 0; j < classes; ++j) d[j] = g * (d[j] - smooth);
       d[t] -= g * hit;
     }
   });

@@ -48,7 +48,7 @@ Tensor softmax_impl(const Tensor& x_in, int64_t axis_in, bool log, const char* o
       if (mx == -std::numeric_limits<T>::infinity()) mx = 0;  // an all -inf row stays finite in the shift
       // The exp pass has no running sum so that, on contiguous rows, it vectorises for f32.
       if (s == 1) {
-        for (int64_t j = 0; j < n; ++j) o[j] = vec_exp(in[j] - mx);
+        exp_row(in, o, n, mx);
       } else {
         for (int64_t j = 0; j < n; ++j) o[j * s] = vec_exp(in[j * s] - mx);
       }

@@ -1,6 +1,7 @@
 // core/vec_math.h: exp_f32 against exp in double over a sweep of the whole float range and at
-// the special values, and small_gemm against a plain double-precision product (both copies,
-// baseline and AVX2, which must agree bit for bit).
+// the special values, the row loops (exp_shifted, the lane reductions) against their scalar
+// definitions, the kernels calling them in f32 against the same kernels in f64, and small_gemm
+// against a plain double-precision product (its baseline and AVX2 copies bit for bit).
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 
@@ -118,6 +119,82 @@ BOOST_AUTO_TEST_CASE(vectorised_loop_matches_one_call_at_a_time) {
     BOOST_TEST((std::bit_cast<uint32_t>(ys[i]) == std::bit_cast<uint32_t>(one) || (std::isnan(one) && std::isnan(ys[i]))),
                "x = " << xs[i]);
   }
+}
+
+// exp_shifted (the row loop, SSE2 and AVX2 copies, in place and out of place) gives exactly
+// exp_f32(x - shift) element by element, at every row length around the vector widths.
+BOOST_AUTO_TEST_CASE(exp_shifted_matches_exp_f32_in_both_copies_and_in_place) {
+  Generator gen(3);
+  const uint64_t key = gen.next_stream();
+  for (int64_t n : {0, 1, 3, 4, 7, 8, 9, 16, 17, 31, 64, 100}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(60.0 * Generator::normal(key, i));
+    if (n > 2) {
+      x[1] = -std::numeric_limits<float>::infinity();
+      x[2] = std::numeric_limits<float>::quiet_NaN();
+    }
+    const float shift = n > 0 ? x[0] : 0.0f;
+    std::vector<float> avx(x.size()), base(x.size()), inplace = x;
+    exp_shifted(x.data(), avx.data(), n, shift);
+    exp_shifted(x.data(), base.data(), n, shift, /*allow_avx2=*/false);
+    exp_shifted(inplace.data(), inplace.data(), n, shift);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint32_t want = std::bit_cast<uint32_t>(exp_one(x[i] - shift));
+      BOOST_TEST(std::bit_cast<uint32_t>(avx[i]) == want, "n " << n << " i " << i);
+      BOOST_TEST(std::bit_cast<uint32_t>(base[i]) == want, "n " << n << " i " << i);
+      BOOST_TEST(std::bit_cast<uint32_t>(inplace[i]) == want, "n " << n << " i " << i);
+    }
+  }
+}
+
+// The documented order, written out one element at a time.
+float reference_lane_sum(const std::vector<float>& x, const std::vector<float>* y) {
+  const size_t n = x.size(), full = n - n % 8;
+  float p[8] = {};
+  for (size_t j = 0; j < full; ++j) p[j % 8] += y ? x[j] * (*y)[j] : x[j];
+  float total = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
+  for (size_t j = full; j < n; ++j) total += y ? x[j] * (*y)[j] : x[j];
+  return total;
+}
+
+BOOST_AUTO_TEST_CASE(row_reductions_follow_their_documented_order) {
+  Generator gen(13);
+  const uint64_t key = gen.next_stream();
+  for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 64, 67}) {
+    std::vector<float> x(static_cast<size_t>(n)), y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>(1e3 * Generator::normal(key, i));  // mixed signs: order matters
+      y[i] = static_cast<float>(Generator::normal(key, 1000 + i));
+    }
+    BOOST_TEST(std::bit_cast<uint32_t>(sum_lanes(x.data(), n)) == std::bit_cast<uint32_t>(reference_lane_sum(x, nullptr)),
+               "n " << n);
+    BOOST_TEST(std::bit_cast<uint32_t>(dot_lanes(x.data(), y.data(), n)) ==
+                   std::bit_cast<uint32_t>(reference_lane_sum(x, &y)),
+               "n " << n);
+    float mx = -std::numeric_limits<float>::infinity();
+    for (float v : x) mx = std::max(mx, v);
+    BOOST_TEST(max_lanes(x.data(), n) == mx, "n " << n);
+    // And close to the sum in double (rounding only).
+    double exact = 0, scale = 0;
+    for (float v : x) {
+      exact += v;
+      scale += std::abs(v);
+    }
+    BOOST_TEST(std::abs(sum_lanes(x.data(), n) - exact) <= 1e-6 * (scale + 1.0));
+  }
+  // max: NaN entries are skipped wherever they sit, -inf rows stay -inf, n = 0 gives -inf.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> row(19, -inf);
+  BOOST_TEST(max_lanes(row.data(), 19) == -inf);
+  BOOST_TEST(max_lanes(row.data(), 0) == -inf);
+  row[3] = nan;
+  row[11] = 2.5f;
+  row[18] = nan;
+  row[12] = 1.0f;
+  BOOST_TEST(max_lanes(row.data(), 19) == 2.5f);
+  row[17] = 7.0f;  // in the leftovers
+  BOOST_TEST(max_lanes(row.data(), 19) == 7.0f);
+  BOOST_TEST(std::isnan(sum_lanes(row.data(), 19)));
 }
 
 BOOST_AUTO_TEST_CASE(vec_exp_keeps_libm_for_double) {

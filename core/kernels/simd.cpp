@@ -1,13 +1,19 @@
-// small_gemm (declared in core/vec_math.h): C = alpha * A B for the products of one attention
-// head, where a BLAS call's fixed cost (packing both operands, zeroing C) exceeds the product.
+// The loops of core/vec_math.h that are compiled twice, for baseline x86-64 (SSE2) and for
+// AVX2 without FMA, the copy chosen at run time. Without FMA and without reassociation both
+// copies perform the same IEEE operations per element, so they give the same bits.
+//
+// small_gemm: C = alpha * A B for the products of one attention head, where a BLAS call's
+// fixed cost (packing both operands, zeroing C) exceeds the product.
 //
 // The block kernel holds a 4-row by 2-vector block of C in registers over the whole k loop,
 // written with GCC vector types because the auto-vectoriser kept a plain array of accumulators
 // on the stack. Lane-wise + and * are the very IEEE operations of scalar code, and nothing is
 // fused or reassociated: every element of C is alpha * (sum over p, in order, of A[i][p] B[p][j])
 // starting from 0, in the block kernel, the one-row kernel and the leftover-column loop alike.
-// The same source is compiled twice, for baseline x86-64 (SSE2, 16-byte vectors) and for AVX2
-// (32-byte vectors, no FMA), so both give the same bits; the AVX2 copy is chosen at run time.
+// The block uses 16-byte vectors in the baseline copy and 32-byte ones in the AVX2 copy.
+//
+// exp_shifted: y = exp_f32(x - shift) over a row, the softmax inner loop; the auto-vectoriser
+// handles it (exp_f32 is written for that), 4 lanes wide in the baseline copy and 8 in AVX2.
 #include <cstdint>
 
 #include "core/vec_math.h"
@@ -103,6 +109,24 @@ template <typename T>
   small_gemm_impl<T, 32>(m, n, k, alpha, a, a_rs, a_cs, b, ldb, c, ldc);
 }
 
+// Separate loops for in place and out of place so that each has no possible overlap to check
+// for (GCC would otherwise guard the vector loop with an overlap test that y == x fails).
+[[gnu::always_inline]] inline void exp_shifted_impl(const float* x, float* y, int64_t n, float shift) {
+  if (x == y) {
+    for (int64_t j = 0; j < n; ++j) y[j] = exp_f32(y[j] - shift);
+  } else {
+    const float* __restrict in = x;
+    float* __restrict out = y;
+    for (int64_t j = 0; j < n; ++j) out[j] = exp_f32(in[j] - shift);
+  }
+}
+
+void exp_shifted_baseline(const float* x, float* y, int64_t n, float shift) { exp_shifted_impl(x, y, n, shift); }
+
+[[gnu::target("avx2")]] void exp_shifted_avx2(const float* x, float* y, int64_t n, float shift) {
+  exp_shifted_impl(x, y, n, shift);
+}
+
 bool cpu_has_avx2() {
   static const bool has = __builtin_cpu_supports("avx2");
   return has;
@@ -128,6 +152,14 @@ void small_gemm(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
 void small_gemm(int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t a_rs, int64_t a_cs,
                 const double* b, int64_t ldb, double* c, int64_t ldc, bool allow_avx2) {
   dispatch_small_gemm<double>(m, n, k, alpha, a, a_rs, a_cs, b, ldb, c, ldc, allow_avx2);
+}
+
+void exp_shifted(const float* x, float* y, int64_t n, float shift, bool allow_avx2) {
+  if (allow_avx2 && cpu_has_avx2()) {
+    exp_shifted_avx2(x, y, n, shift);
+  } else {
+    exp_shifted_baseline(x, y, n, shift);
+  }
 }
 
 }  // namespace ag
