@@ -180,13 +180,12 @@ int64_t col_stride(const Operand& o) { return o.trans == CblasNoTrans ? 1 : o.ld
 inline void transpose4x4(const float* src, int64_t ld, float* dst, int64_t ldd) {
   const F32x4 r0 = *reinterpret_cast<const F32x4*>(src), r1 = *reinterpret_cast<const F32x4*>(src + ld);
   const F32x4 r2 = *reinterpret_cast<const F32x4*>(src + 2 * ld), r3 = *reinterpret_cast<const F32x4*>(src + 3 * ld);
-  using Mask = int __attribute__((vector_size(16)));
-  const F32x4 t0 = __builtin_shuffle(r0, r1, Mask{0, 4, 1, 5}), t1 = __builtin_shuffle(r2, r3, Mask{0, 4, 1, 5});
-  const F32x4 t2 = __builtin_shuffle(r0, r1, Mask{2, 6, 3, 7}), t3 = __builtin_shuffle(r2, r3, Mask{2, 6, 3, 7});
-  *reinterpret_cast<F32x4*>(dst) = __builtin_shuffle(t0, t1, Mask{0, 1, 4, 5});
-  *reinterpret_cast<F32x4*>(dst + ldd) = __builtin_shuffle(t0, t1, Mask{2, 3, 6, 7});
-  *reinterpret_cast<F32x4*>(dst + 2 * ldd) = __builtin_shuffle(t2, t3, Mask{0, 1, 4, 5});
-  *reinterpret_cast<F32x4*>(dst + 3 * ldd) = __builtin_shuffle(t2, t3, Mask{2, 3, 6, 7});
+  const F32x4 t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5), t1 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5);
+  const F32x4 t2 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7), t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+  *reinterpret_cast<F32x4*>(dst) = __builtin_shufflevector(t0, t1, 0, 1, 4, 5);
+  *reinterpret_cast<F32x4*>(dst + ldd) = __builtin_shufflevector(t0, t1, 2, 3, 6, 7);
+  *reinterpret_cast<F32x4*>(dst + 2 * ldd) = __builtin_shufflevector(t2, t3, 0, 1, 4, 5);
+  *reinterpret_cast<F32x4*>(dst + 3 * ldd) = __builtin_shufflevector(t2, t3, 2, 3, 6, 7);
 }
 
 // dst (n, m), row stride m, = the transpose of src (m, n), row stride ld.
