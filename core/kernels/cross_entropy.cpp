@@ -8,7 +8,6 @@
 // Backward rebuilds softmax_j = exp(x_j - lse) from the logits and the saved lse.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -73,8 +72,7 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits_in, const Indices
         continue;
       }
       const T* x = px + r * classes;
-      T mx = -std::numeric_limits<T>::infinity();
-      for (int64_t j = 0; j < classes; ++j) mx = std::max(mx, x[j]);
+      const T mx = row_max(x, classes);  // for f32 vectorised; the same value in any order
       // The exps go through a small buffer so that their loop vectorises for f32 (no running
       // sum inside); the sums then run in the same order as one fused loop would.
       Acc total = 0, sum_x = 0;
