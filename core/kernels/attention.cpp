@@ -125,7 +125,6 @@ void drop(const T* src, T* dst, int64_t n, uint64_t base, const DropoutMask& dro
   for (int64_t e = 0; e < n; ++e) dst[e] = dropout.keeps(base + static_cast<uint64_t>(e)) ? src[e] * scale : T(0);
 }
 
-
 // One row of scores -> attention weights in place: add the bias, set masked keys to -inf,
 // softmax over the row; a row with no kept key becomes all zero. For f32 the max, exp and sum
 // are separate vectorised passes (core/vec_math.h; the sum in a fixed 8-lane order).
