@@ -5,7 +5,7 @@
 // small_gemm: C = alpha * A B for the products of one attention head, where a BLAS call's
 // fixed cost (packing both operands, zeroing C) exceeds the product.
 //
-// The block kernel holds a 4-row by 2-vector block of C in registers over the whole k loop,
+// The block kernel holds a 4- or 6-row by 2-vector block of C in registers over the k loop,
 // written with GCC vector types because the auto-vectoriser kept a plain array of accumulators
 // on the stack. Lane-wise + and * are the very IEEE operations of scalar code, and nothing is
 // fused or reassociated: every element of C is alpha * (sum over p, in order, of A[i][p] B[p][j])
@@ -67,18 +67,28 @@ template <typename T, int kBytes, int64_t kRows, int64_t kVecs>
   }
 }
 
-// Blocks of 4 rows by 2 vectors (8 accumulators, 2 B vectors and a broadcast fit the 16
-// vector registers), leftover rows one at a time, leftover columns element by element.
+// Blocks of kRows rows by 2 vectors, then at most one block of 4 rows, leftover rows one at a
+// time, leftover columns element by element. kRows is 6 with AVX2 (12 accumulators, 2 B
+// vectors, a broadcast and a product fill the 16 registers; measured 10-15% faster than 4 on
+// 64x64x32) and 4 in the baseline copy, where 6 would spill.
 template <typename T, int kBytes>
 [[gnu::always_inline]] inline void small_gemm_impl(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t a_rs,
                                                    int64_t a_cs, const T* b, int64_t ldb, T* c, int64_t ldc) {
-  constexpr int64_t kRows = 4, kVecs = 2;
+  constexpr int64_t kRows = kBytes == 32 ? 6 : 4, kVecs = 2;
   constexpr int64_t kCols = kVecs * kBytes / static_cast<int64_t>(sizeof(T));
   const int64_t n_blocked = n - n % kCols;
   int64_t i = 0;
   for (; i + kRows <= m; i += kRows) {
     for (int64_t j = 0; j < n_blocked; j += kCols) {
       gemm_block<T, kBytes, kRows, kVecs>(k, alpha, a + i * a_rs, a_rs, a_cs, b + j, ldb, c + i * ldc + j, ldc);
+    }
+  }
+  if constexpr (kRows > 4) {
+    if (i + 4 <= m) {
+      for (int64_t j = 0; j < n_blocked; j += kCols) {
+        gemm_block<T, kBytes, 4, kVecs>(k, alpha, a + i * a_rs, a_rs, a_cs, b + j, ldb, c + i * ldc + j, ldc);
+      }
+      i += 4;
     }
   }
   for (; i < m; ++i) {
