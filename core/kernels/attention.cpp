@@ -156,9 +156,9 @@ void softmax_row(T* row, int64_t n, const ScoreOperand<T>& add, const ScoreOpera
 
 // Multiply-adds of one slice product up to which the direct loops beat a BLAS call. Measured
 // (CPU time of attention forward + backward, f32, one thread, AVX2 machine): direct is 1.3-3x
-// faster for 16x16x16 and 32x32x32 slices, about even to 10% faster for 64x64x32 (medium),
-// and BLAS is faster from 64x64x64 (25-45%) and for 128x128x64 (large), where its packed,
-// FMA kernels pay for their per-call cost.
+// faster for 16x16x16 and 32x32x32 slices and up to 10% faster for 64x64x32 (medium); about
+// even for 64x64x64 and 128x128x32; BLAS is 20-30% faster for 128x128x64 (large), where its
+// packed FMA kernels pay for their per-call cost. Above 2^17 the direct path has no clear gain.
 constexpr int64_t kDirectMaxMacs = int64_t{1} << 17;
 
 bool use_direct(AttentionPath path, int64_t macs) {
