@@ -30,6 +30,13 @@ void check_finite(const Tensor& g, const Node& node, size_t input) {
   }
 }
 
+// True when g is the whole of a contiguous storage that nothing else holds: then writing into
+// it, or keeping it, cannot be seen by anyone else.
+bool sole_owner(const Tensor& g) {
+  return g.defined() && g.is_contiguous() && g.storage().use_count() == 1 &&
+         g.storage()->bytes() == static_cast<std::size_t>(g.numel()) * dtype_size(g.dtype());
+}
+
 }  // namespace
 
 Node::~Node() {
@@ -58,34 +65,93 @@ void Node::release() {
 
 bool GradSink::wants(size_t i) const { return i < node_.edges_.size() && node_.edges_[i].active(); }
 
-void GradSink::add(size_t i, const Tensor& g) {
+const Edge& GradSink::checked_edge(size_t i, const Shape& shape, DType dtype, bool defined) const {
   if (i >= node_.edges_.size()) {
     throw std::logic_error("backward of '" + node_.name_ + "': gradient for input " + std::to_string(i) +
                            " but the op has " + std::to_string(node_.edges_.size()) + " inputs");
   }
   const Edge& e = node_.edges_[i];
-  if (!e.active()) return;
-  if (!g.defined() || g.shape() != e.shape || g.dtype() != e.dtype) {
+  if (e.active() && (!defined || shape != e.shape || dtype != e.dtype)) {
     throw std::logic_error("backward of '" + node_.name_ + "': gradient for input " + std::to_string(i) + " has shape " +
-                           (g.defined() ? g.shape().str() + " " + dtype_name(g.dtype()) : std::string("undefined")) +
+                           (defined ? shape.str() + " " + dtype_name(dtype) : std::string("undefined")) +
                            " but the input has shape " + e.shape.str() + " " + dtype_name(e.dtype));
   }
+  return e;
+}
+
+void GradSink::add(size_t i, const Tensor& g) {
+  if (!checked_edge(i, g.defined() ? g.shape() : Shape(), g.dtype(), g.defined()).active()) return;
+  accumulate(i, g, /*owned=*/false);
+}
+
+void GradSink::add(size_t i, Tensor&& g) {
+  if (!checked_edge(i, g.defined() ? g.shape() : Shape(), g.dtype(), g.defined()).active()) return;
+  const bool owned = sole_owner(g);
+  accumulate(i, std::move(g), owned);
+}
+
+void GradSink::add_matmul(size_t i, const Tensor& a, const Tensor& b) {
+  const bool ok = a.defined() && b.defined() && a.dim() == 2 && b.dim() == 2 && a.shape()[1] == b.shape()[0] &&
+                  a.dtype() == b.dtype();
+  if (!ok) {
+    throw std::logic_error("backward of '" + node_.name_ + "': add_matmul for input " + std::to_string(i) +
+                           " needs a (M, K) and b (K, N) of one dtype, got a=" +
+                           (a.defined() ? a.shape().str() : std::string("undefined")) +
+                           " b=" + (b.defined() ? b.shape().str() : std::string("undefined")));
+  }
+  const int64_t m = a.shape()[0], n = b.shape()[1];
+  const Shape product{m, n};
+  // The product's (M, N) stands for the input's shape when the leading axes fold into M rows.
+  const Shape& target = i < node_.edges_.size() ? node_.edges_[i].shape : product;
+  const bool folds = target.rank() >= 1 && target[-1] == n && target.numel() == m * n;
+  if (!checked_edge(i, folds ? target : product, a.dtype(), true).active()) return;
+  const Edge& e = node_.edges_[i];
+  // In place only into a gradient nobody else sees; under anomaly mode the product is checked
+  // for non-finite values before it is added, so it must exist on its own.
+  Tensor* into = nullptr;
+  if (!anomaly_enabled()) {
+    if (e.leaf) {
+      if (e.leaf->grad.defined() && e.leaf->grad.is_contiguous()) into = &e.leaf->grad;
+    } else if (Node& next = *e.node; next.pending_.defined()) {
+      if (next.pending_borrowed_ && sole_owner(next.pending_)) next.pending_borrowed_ = false;
+      if (!next.pending_borrowed_ && next.pending_.is_contiguous()) into = &next.pending_;
+    }
+  }
+  if (into != nullptr) {
+    Tensor out = into->view(product);
+    kernels::matmul_add_(out, a, b);
+    return;
+  }
+  accumulate(i, kernels::matmul(a, b).view(e.shape), /*owned=*/true);
+}
+
+void GradSink::accumulate(size_t i, Tensor g, bool owned) {
+  const Edge& e = node_.edges_[i];
   if (anomaly_enabled()) check_finite(g, node_, i);
   if (e.leaf) {
     Tensor& dst = e.leaf->grad;
-    if (!dst.defined()) dst = g.clone();  // the leaf owns its gradient: never alias a temporary
+    // The leaf owns its gradient: a temporary is taken over, anything else copied.
+    if (!dst.defined()) dst = owned ? std::move(g) : g.clone();
     else kernels::add_(dst, g);
     return;
   }
   Node& next = *e.node;
   if (!next.pending_.defined()) {
-    next.pending_ = g;  // borrowed: copied only if a second gradient arrives
-    next.pending_borrowed_ = true;
-  } else if (next.pending_borrowed_) {
-    next.pending_ = kernels::add(next.pending_, g);
+    next.pending_ = std::move(g);  // borrowed unless owned: copied only if a second gradient arrives
+    next.pending_borrowed_ = !owned;
+    return;
+  }
+  // The first gradient's owner may have dropped it by now (the consumer that sent it is done).
+  if (next.pending_borrowed_ && sole_owner(next.pending_)) next.pending_borrowed_ = false;
+  if (!next.pending_borrowed_) {
+    kernels::add_(next.pending_, g);
+  } else if (owned) {
+    kernels::add_(g, next.pending_);
+    next.pending_ = std::move(g);
     next.pending_borrowed_ = false;
   } else {
-    kernels::add_(next.pending_, g);
+    next.pending_ = kernels::add(next.pending_, g);
+    next.pending_borrowed_ = false;
   }
 }
 
@@ -132,7 +198,7 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
     self.shape = root.shape();
     self.dtype = root.dtype();
     Node seeder("backward", {self}, nullptr);
-    GradSink(seeder).add(0, seed);
+    GradSink(seeder).add(0, std::move(seed));  // a fresh ones() is owned; the caller's tensor is not
     starts.push_back(node);
   }
 

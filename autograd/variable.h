@@ -33,6 +33,7 @@
 namespace ag {
 
 class Node;
+struct Edge;
 struct VariableImpl;
 
 class Variable {
@@ -95,17 +96,33 @@ struct VariableImpl {
 };
 
 // Where a node's backward puts the gradients of its inputs. Index i is the op's i-th input in
-// the order given to make_result.
+// the order given to make_result. Every entry point ADDS to input i's gradient (a leaf's grad,
+// or the gradient a producing node is gathering during this pass), never assigns; each checks
+// the gradient's shape and dtype against input i's and throws std::logic_error naming the op.
 class GradSink {
  public:
   // Whether input i needs a gradient at all; skip the work when it does not.
   bool wants(size_t i) const;
-  // Adds g to input i's gradient. g must have input i's shape and dtype.
+  // Adds g to input i's gradient. g must have input i's shape and dtype. The const& form never
+  // keeps g's storage (the caller may still write to it): a leaf's first gradient is a copy.
   void add(size_t i, const Tensor& g);
+  // The same for a temporary: when g is contiguous and nothing else shares its storage, a
+  // first gradient takes it over instead of copying it.
+  void add(size_t i, Tensor&& g);
+  // Adds the matrix product a b, a: (M, K), b: (K, N), to input i's gradient, whose shape must
+  // be (M, N) or have last dimension N and M * N elements (leading axes folded into the rows,
+  // as linear does). When that gradient already exists (a leaf's grad, or one a node is
+  // gathering and owns) the product is accumulated into it by BLAS with beta = 1: no
+  // temporary, no separate addition; otherwise the product becomes the gradient.
+  void add_matmul(size_t i, const Tensor& a, const Tensor& b);
 
  private:
   friend void run_backward(const std::vector<Variable>&, const std::vector<Tensor>&, bool);
   explicit GradSink(Node& node) : node_(node) {}
+  // The edge of input i after checking that it exists; `shape`/`dtype` are what the op hands
+  // over (checked against the input when the edge is active).
+  const Edge& checked_edge(size_t i, const Shape& shape, DType dtype, bool defined) const;
+  void accumulate(size_t i, Tensor g, bool owned);
   Node& node_;
 };
 

@@ -69,6 +69,11 @@ Tensor log_softmax_backward(const Tensor& y, const Tensor& g, int64_t axis);
 // two dimensions are a transposed view go to BLAS with CblasTrans instead of being copied.
 // bias: undefined, or (N,) added to every row of the result (fused: no second pass over it).
 Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor());
+// out += a b in place (BLAS beta = 1: no temporary, no zeroing pass). out must be contiguous
+// with exactly matmul(a, b)'s shape and dtype. Rounding differs from out + matmul(a, b) when
+// BLAS splits the inner dimension (it adds each partial sum to out); the bits are still the
+// same for any thread count.
+void matmul_add_(Tensor& out, const Tensor& a, const Tensor& b);
 
 // ---- concatenation ----
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis);

@@ -63,14 +63,17 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
   const bool grad_w = any_requires_grad({weight});
   const Tensor x_saved = grad_w ? x2 : Tensor();
   const Tensor w_saved = grad_x ? w : Tensor();
-  const Shape x_shape = x.shape();
   std::vector<Variable> inputs{x, weight};
   if (bias.defined()) inputs.push_back(bias);
   return make_result("linear", std::move(y), inputs,
-                     [x_saved, w_saved, x_shape, rows, out](const Tensor& g, GradSink& grads) {
+                     [x_saved, w_saved, rows, out](const Tensor& g, GradSink& grads) {
                        const Tensor g2 = g.contiguous().view({rows, out});
-                       if (grads.wants(0)) grads.add(0, kernels::matmul(g2, w_saved).view(x_shape));
-                       if (grads.wants(1)) grads.add(1, kernels::matmul(g2.t(), x_saved));
+                       // Both products go straight into a gradient that already exists (BLAS
+                       // beta = 1): an x feeding several linears (attention's q, k and v
+                       // projections) or a weight whose grad is kept across backward calls;
+                       // otherwise the product becomes the gradient, with no copy.
+                       if (grads.wants(0)) grads.add_matmul(0, g2, w_saved);
+                       if (grads.wants(1)) grads.add_matmul(1, g2.t(), x_saved);
                        if (grads.wants(2)) grads.add(2, column_sums(g2));
                      });
 }

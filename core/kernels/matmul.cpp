@@ -4,8 +4,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstddef>
-#include <cstring>
 #include <string>
 
 #include "core/kernels.h"
@@ -34,21 +32,13 @@ BlasOperand as_blas_operand(const Tensor& x) {
   return {c, CblasNoTrans, std::max<int64_t>(cols, 1)};
 }
 
-// Every length-n row of the contiguous `out` becomes a copy of `bias` (n,): a memcpy per row
-// instead of a broadcast copy_ that walks both operands' strides element by element.
-void fill_rows(Tensor& out, const Tensor& bias_in) {
-  const Tensor bias = bias_in.contiguous();
-  const int64_t n = bias.numel();
-  const int64_t rows = out.numel() / n;
-  const size_t row_bytes = static_cast<size_t>(n) * dtype_size(out.dtype());
-  const auto* src = static_cast<const std::byte*>(bias.raw_data());
-  auto* dst = static_cast<std::byte*>(out.raw_data());
-  for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + static_cast<size_t>(r) * row_bytes, src, row_bytes);
-}
+// The shapes of a product: checks the operands (and the bias) and names them in errors.
+struct ProductShapes {
+  int64_t m, k, n;
+  Shape batch, a_full, b_full, out;
+};
 
-}  // namespace
-
-Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
+ProductShapes product_shapes(const Tensor& a, const Tensor& b, const Tensor& bias) {
   if (!a.defined() || !b.defined()) throw std::invalid_argument("matmul: an input tensor is undefined");
   if (a.dim() < 2 || b.dim() < 2) {
     throw std::invalid_argument("matmul: both operands need at least 2 dimensions: a=" + a.shape().str() +
@@ -83,15 +73,20 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
                                 " must be (N,) = (" + std::to_string(n) + ",) " + dtype_name(a.dtype()) +
                                 " for a=" + a.shape().str() + " b=" + b.shape().str());
   }
-  const BlasOperand A = as_blas_operand(a.expand(a_full));
-  const BlasOperand B = as_blas_operand(b.expand(b_full));
-  Tensor out(out_shape, a.dtype());
-  if (out.numel() == 0) return out;
-  // With a bias every row of C starts as the bias and BLAS adds the product (beta = 1): the
-  // same pass over C that beta = 0 spends on zeroing it.
-  if (bias.defined()) fill_rows(out, bias);
-  if (k == 0) return bias.defined() ? out : out.fill_(0.0);
-  const double beta = bias.defined() ? 1.0 : 0.0;
+  return {m, k, n, batch, a_full, b_full, out_shape};
+}
+
+// out = a b + beta out, out contiguous of the product's shape (beta 0: out's contents ignored).
+void run_product(const Tensor& a, const Tensor& b, const ProductShapes& shapes, Tensor& out, double beta) {
+  const int64_t m = shapes.m, k = shapes.k, n = shapes.n;
+  const Shape& batch = shapes.batch;
+  const BlasOperand A = as_blas_operand(a.expand(shapes.a_full));
+  const BlasOperand B = as_blas_operand(b.expand(shapes.b_full));
+  if (out.numel() == 0) return;
+  if (k == 0) {
+    if (beta == 0.0) out.fill_(0.0);
+    return;
+  }
 
   const int64_t nb = batch.numel();
   const int64_t rank = batch.rank();
@@ -146,7 +141,30 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
       });
     }
   });
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
+  const ProductShapes shapes = product_shapes(a, b, bias);
+  Tensor out(shapes.out, a.dtype());
+  // With a bias every row of C starts as the bias and BLAS adds the product (beta = 1): the
+  // same pass over C that beta = 0 spends on zeroing it.
+  if (bias.defined() && out.numel() > 0) out.copy_(bias);
+  run_product(a, b, shapes, out, bias.defined() ? 1.0 : 0.0);
   return out;
+}
+
+void matmul_add_(Tensor& out, const Tensor& a, const Tensor& b) {
+  const ProductShapes shapes = product_shapes(a, b, Tensor());
+  if (!out.defined() || out.shape() != shapes.out || out.dtype() != a.dtype() || !out.is_contiguous()) {
+    throw std::invalid_argument(
+        "matmul_add_: out must be a contiguous " + shapes.out.str() + " " + dtype_name(a.dtype()) + " for a=" +
+        a.shape().str() + " b=" + b.shape().str() + ", got " +
+        (out.defined() ? out.shape().str() + " " + dtype_name(out.dtype()) + (out.is_contiguous() ? "" : " (non-contiguous)")
+                       : std::string("undefined")));
+  }
+  run_product(a, b, shapes, out, 1.0);
 }
 
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis_in) {

@@ -139,6 +139,40 @@ BOOST_AUTO_TEST_CASE(expanded_operand_is_read_correctly) {
   BOOST_TEST(max_abs_diff(kernels::matmul(a, b), naive_matmul(a, b)) <= 1e-13);
 }
 
+// out += a b in place: against out + the naive product, for every layout and batch case.
+BOOST_DATA_TEST_CASE(matmul_add_accumulates_into_out, bdata::make(kCases) * bdata::make(kDTypes), c, dtype) {
+  const Tensor a = operand(c.a, c.la, 31, dtype), b = operand(c.b, c.lb, 32, dtype);
+  const Tensor product = naive_matmul(a, b);
+  Generator gen(33);
+  Tensor out = normal(product.shape(), 0.0, 1.0, gen, dtype);
+  const Tensor before = out.clone();
+  const void* where = out.raw_data();
+  kernels::matmul_add_(out, a, b);
+  BOOST_TEST(out.raw_data() == where);  // in place
+  const double tol = dtype == DType::f32 ? 1e-5 : 1e-12;
+  BOOST_TEST(max_abs_diff(out, kernels::add(before.to(DType::f64), product)) < tol);
+}
+
+BOOST_AUTO_TEST_CASE(matmul_add_with_empty_inner_dimension_leaves_out_alone) {
+  Tensor out = full({2, 3}, 1.5, DType::f64);
+  kernels::matmul_add_(out, zeros({2, 0}, DType::f64), zeros({0, 3}, DType::f64));
+  BOOST_TEST(out.to_vector() == std::vector<double>(6, 1.5));
+}
+
+BOOST_AUTO_TEST_CASE(matmul_add_rejects_a_wrong_out) {
+  const Tensor a = zeros({2, 4}, DType::f32), b = zeros({4, 3}, DType::f32);
+  Tensor wrong_shape = zeros({3, 2}, DType::f32);
+  AG_CHECK_THROWS_WITH(kernels::matmul_add_(wrong_shape, a, b), std::invalid_argument, "matmul_add_", "(2, 3)",
+                       "(3, 2)", "a=(2, 4)", "b=(4, 3)");
+  Tensor wrong_dtype = zeros({2, 3}, DType::f64);
+  AG_CHECK_THROWS_WITH(kernels::matmul_add_(wrong_dtype, a, b), std::invalid_argument, "matmul_add_", "f32", "f64");
+  Tensor strided = zeros({3, 2}, DType::f32).t();
+  AG_CHECK_THROWS_WITH(kernels::matmul_add_(strided, a, b), std::invalid_argument, "matmul_add_", "non-contiguous");
+  Tensor fine = zeros({2, 3}, DType::f32);
+  AG_CHECK_THROWS_WITH(kernels::matmul_add_(fine, a, zeros({5, 3}, DType::f32)), std::invalid_argument, "matmul",
+                       "inner dimensions", "(2, 4)", "(5, 3)");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace ag::testing
