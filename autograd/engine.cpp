@@ -198,7 +198,7 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
     self.shape = root.shape();
     self.dtype = root.dtype();
     Node seeder("backward", {self}, nullptr);
-    GradSink(seeder).add(0, std::move(seed));  // a fresh ones() is owned; the caller's tensor is not
+    GradSink(seeder, retain_graph).add(0, std::move(seed));  // a fresh ones() is owned; the caller's tensor is not
     starts.push_back(node);
   }
 
@@ -234,7 +234,7 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
     node.pending_ = Tensor();
     node.pending_borrowed_ = false;
     if (g.defined()) {
-      GradSink sink(node);
+      GradSink sink(node, retain_graph);
       if (Profiler* profiler = profiling::active()) {
         const auto start = std::chrono::steady_clock::now();
         node.fn_(g, sink);

@@ -115,15 +115,21 @@ class GradSink {
   // gathering and owns) the product is accumulated into it by BLAS with beta = 1: no
   // temporary, no separate addition; otherwise the product becomes the gradient.
   void add_matmul(size_t i, const Tensor& a, const Tensor& b);
+  // Whether this node's backward can run again (backward with retain_graph). When not, the
+  // node is freed right after this call, and a closure declared `mutable` may drop a saved
+  // tensor as soon as it has read it, so that its memory serves the gradients still to come
+  // in this call (linear drops x after dW = g^T x, before it allocates dx).
+  bool graph_retained() const { return retain_graph_; }
 
  private:
   friend void run_backward(const std::vector<Variable>&, const std::vector<Tensor>&, bool);
-  explicit GradSink(Node& node) : node_(node) {}
+  GradSink(Node& node, bool retain_graph) : node_(node), retain_graph_(retain_graph) {}
   // The edge of input i after checking that it exists; `shape`/`dtype` are what the op hands
   // over (checked against the input when the edge is active).
   const Edge& checked_edge(size_t i, const Shape& shape, DType dtype, bool defined) const;
   void accumulate(size_t i, Tensor g, bool owned);
   Node& node_;
+  bool retain_graph_;
 };
 
 using BackwardFn = std::function<void(const Tensor& grad_output, GradSink& grads)>;

@@ -63,6 +63,25 @@ BOOST_AUTO_TEST_CASE(linear_backward_adds_and_skips_unwanted_gradients) {
   BOOST_TEST(!x.grad().defined());
 }
 
+BOOST_AUTO_TEST_CASE(linear_backward_twice_with_retain_graph_doubles_grads) {
+  // Backward drops the saved input after dW only when the graph is being freed: a retained
+  // graph must still have it for the second pass, for x's and the weight's gradients alike.
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    const Variable x0 = leaf(wave({2, 3, 5}, 0.3, 0.2).to(dtype));
+    const Variable w = leaf(wave({4, 5}, 0.7, 0.1).to(dtype)), b = leaf(wave({4}, 0.5, 0.3).to(dtype));
+    const Variable y = linear(tanh(x0), w, b);  // x is a non-leaf, as in a network
+    const Tensor g = wave({2, 3, 4}, 0.45, 0.6).to(dtype);
+    y.backward(g, /*retain_graph=*/true);
+    const Tensor once_x = x0.grad().clone(), once_w = w.grad().clone(), once_b = b.grad().clone();
+    y.backward(g);
+    const double tol = dtype == DType::f32 ? 1e-5 : 1e-12;
+    BOOST_TEST(max_abs_diff(x0.grad(), kernels::affine(once_x, 2.0, 0.0)) < tol);
+    BOOST_TEST(max_abs_diff(w.grad(), kernels::affine(once_w, 2.0, 0.0)) < tol);
+    BOOST_TEST(max_abs_diff(b.grad(), kernels::affine(once_b, 2.0, 0.0)) < tol);
+    AG_CHECK_THROWS_WITH(y.backward(g), std::logic_error, "'linear'", "already freed");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(linear_rejects_bad_shapes_and_dtypes) {
   const Variable x = randn_leaf({2, 5}, 1);
   const Variable w = randn_leaf({4, 5}, 2);
