@@ -14,20 +14,35 @@ namespace ag {
 
 namespace {
 
-// (rows, n) -> (n,): column sums accumulated in double for f32, as kernels::sum does.
+// (rows, n) -> (n,): column sums accumulated in double for f32, as kernels::sum does, row
+// after row. Four rows per pass over the accumulators (each column still adds its rows in
+// order, so the bits are those of one row per pass): the accumulators are loaded and stored
+// once per four rows instead of once per row.
 Tensor column_sums(const Tensor& g2) {
   const int64_t rows = g2.shape()[0], n = g2.shape()[1];
   Tensor out(Shape{n}, g2.dtype());
   dispatch(g2.dtype(), [&]<typename T>(T) {
     using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
     std::vector<Acc> acc(static_cast<size_t>(n), Acc(0));
+    Acc* a = acc.data();
     const T* p = g2.data<T>();
-    for (int64_t r = 0; r < rows; ++r) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      const T* r0 = p + r * n;
+      const T* r1 = r0 + n;
+      const T* r2 = r1 + n;
+      const T* r3 = r2 + n;
+      for (int64_t j = 0; j < n; ++j) {
+        a[j] = (((a[j] + static_cast<Acc>(r0[j])) + static_cast<Acc>(r1[j])) + static_cast<Acc>(r2[j])) +
+               static_cast<Acc>(r3[j]);
+      }
+    }
+    for (; r < rows; ++r) {
       const T* row = p + r * n;
-      for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += row[j];
+      for (int64_t j = 0; j < n; ++j) a[j] += static_cast<Acc>(row[j]);
     }
     T* o = out.data<T>();
-    for (int64_t j = 0; j < n; ++j) o[j] = static_cast<T>(acc[static_cast<size_t>(j)]);
+    for (int64_t j = 0; j < n; ++j) o[j] = static_cast<T>(a[j]);
   });
   return out;
 }

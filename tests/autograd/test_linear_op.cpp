@@ -82,6 +82,24 @@ BOOST_AUTO_TEST_CASE(linear_backward_twice_with_retain_graph_doubles_grads) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(f32_bias_gradient_is_the_row_by_row_double_sum) {
+  // The column sum takes four rows per pass; every row count (whole passes, remainders, fewer
+  // rows than a pass) must give exactly the row-by-row sum in double, rounded once to float.
+  for (const int64_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 37}) {
+    const Variable x(wave({rows, 3}, 0.3, 0.2).to(DType::f32), false);
+    const Variable w = leaf(wave({6, 3}, 0.7, 0.1).to(DType::f32));
+    const Variable b = leaf(wave({6}, 0.5, 0.3).to(DType::f32));
+    const Tensor g = wave({rows, 6}, 12.345, 0.6, 1e3).to(DType::f32);  // magnitudes that round differently
+    linear(x, w, b).backward(g);
+    const std::vector<double> gv = g.to_vector();
+    for (int64_t j = 0; j < 6; ++j) {
+      double s = 0;
+      for (int64_t r = 0; r < rows; ++r) s += gv[static_cast<size_t>(r * 6 + j)];
+      BOOST_TEST(b.grad().at({j}) == static_cast<double>(static_cast<float>(s)), "rows " << rows << " column " << j);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(linear_rejects_bad_shapes_and_dtypes) {
   const Variable x = randn_leaf({2, 5}, 1);
   const Variable w = randn_leaf({4, 5}, 2);
