@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "core/kernels.h"
@@ -143,6 +144,17 @@ void run_product(const Tensor& a, const Tensor& b, const ProductShapes& shapes, 
   });
 }
 
+// Every row of the contiguous (..., N) `out` becomes the (N,) `bias`: one memcpy per row
+// instead of Tensor::copy_'s general broadcasting walk (a fifth of the tiny step's copying).
+void fill_rows(Tensor& out, const Tensor& bias) {
+  const Tensor b = bias.contiguous();
+  const int64_t n = b.numel();
+  const std::size_t row_bytes = static_cast<std::size_t>(n) * dtype_size(b.dtype());
+  const char* src = static_cast<const char*>(b.raw_data());
+  char* dst = static_cast<char*>(out.raw_data());
+  for (int64_t r = 0; r < out.numel() / n; ++r) std::memcpy(dst + static_cast<std::size_t>(r) * row_bytes, src, row_bytes);
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
@@ -150,7 +162,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
   Tensor out(shapes.out, a.dtype());
   // With a bias every row of C starts as the bias and BLAS adds the product (beta = 1): the
   // same pass over C that beta = 0 spends on zeroing it.
-  if (bias.defined() && out.numel() > 0) out.copy_(bias);
+  if (bias.defined() && out.numel() > 0) fill_rows(out, bias);
   run_product(a, b, shapes, out, bias.defined() ? 1.0 : 0.0);
   return out;
 }

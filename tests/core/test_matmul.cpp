@@ -139,6 +139,20 @@ BOOST_AUTO_TEST_CASE(expanded_operand_is_read_correctly) {
   BOOST_TEST(max_abs_diff(kernels::matmul(a, b), naive_matmul(a, b)) <= 1e-13);
 }
 
+// The fused bias: every row of every batch item starts as the bias (contiguous or a strided
+// view), then the product is added.
+BOOST_DATA_TEST_CASE(bias_is_added_to_every_row, bdata::make(kDTypes), dtype) {
+  for (const bool strided_bias : {false, true}) {
+    const Tensor a = operand({2, 3, 4}, Layout::contiguous, 41, dtype), b = operand({4, 5}, Layout::transposed, 42, dtype);
+    Generator gen(43);
+    const Tensor bias = strided_bias ? normal({10}, 0.0, 1.0, gen, dtype).slice(0, 0, 10, 2)
+                                     : normal({5}, 0.0, 1.0, gen, dtype);
+    const Tensor got = kernels::matmul(a, b, bias);
+    const Tensor expected = kernels::add(naive_matmul(a, b), bias.to(DType::f64));
+    BOOST_TEST(max_abs_diff(got, expected) < (dtype == DType::f32 ? 1e-5 : 1e-12), "strided bias " << strided_bias);
+  }
+}
+
 // out += a b in place: against out + the naive product, for every layout and batch case.
 BOOST_DATA_TEST_CASE(matmul_add_accumulates_into_out, bdata::make(kCases) * bdata::make(kDTypes), c, dtype) {
   const Tensor a = operand(c.a, c.la, 31, dtype), b = operand(c.b, c.lb, 32, dtype);
