@@ -140,10 +140,14 @@ Variable sigmoid(const Variable& x) {
   });
 }
 
+// Backward reads the output, not the input: y > 0 exactly where x > 0 (NaN and -0 give 0 and
+// fail both tests), so the mask is the same, and in a feed-forward block the output is saved
+// anyway by the Linear that reads it, while the input would be one more (B, T, d_ff) tensor.
 Variable relu(const Variable& x) {
-  const Tensor x_val = x.value();
-  return make_result("relu", kernels::unary(UnaryOp::relu, x_val), {x}, [x_val](const Tensor& g, GradSink& grads) {
-    grads.add(0, kernels::binary(BinaryOp::relu_grad, x_val, g));
+  Tensor y = kernels::unary(UnaryOp::relu, x.value());
+  const Tensor y_saved = y;
+  return make_result("relu", std::move(y), {x}, [y_saved](const Tensor& g, GradSink& grads) {
+    grads.add(0, kernels::binary(BinaryOp::relu_grad, y_saved, g));
   });
 }
 
