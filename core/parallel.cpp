@@ -81,9 +81,11 @@ class Pool {
   }
 
  private:
-  // About 20-50 microseconds of polling before sleeping: the next parallel region of a
-  // training step usually starts within that, and a sleeping worker takes longer to wake.
-  static constexpr int kSpins = 2000;
+  // About 1 ms of polling (a pause is ~25 ns here) before sleeping: within a training step
+  // the next parallel region nearly always starts sooner, and a sleeping worker takes 10-20 us
+  // to wake, more than the small products it would share. Idle programs still go to sleep
+  // after a millisecond; with one thread there is no worker at all.
+  static constexpr int kSpins = 40000;
 
   static void run_inline(int64_t n, int64_t chunks, detail::ChunkFn fn, void* context) {
     const bool saved = t_in_region;
