@@ -205,31 +205,32 @@ void transpose(const T* src, int64_t ld, int64_t m, int64_t n, T* dst) {
   }
 }
 
-// The (rows, cols) slice of `o` with unit-strided rows: in place when it lies that way, else a
-// copy in `scratch` (rows * cols). `ld` receives the row stride.
+// The (rows, cols) slice of `o` as a matrix with unit-strided rows, or with `transposed` its
+// (cols, rows) transpose: in place when it already lies that way in memory, else a copy in
+// `scratch` (rows * cols). `ld` receives the row stride.
 template <typename T>
-const T* rows_of(const Operand& o, int64_t b, int64_t h, int64_t rows, int64_t cols, T* scratch, int64_t& ld) {
+const T* unit_rows(const Operand& o, int64_t b, int64_t h, int64_t rows, int64_t cols, bool transposed, T* scratch,
+                   int64_t& ld) {
   const T* p = o.slice<T>(b, h);
-  if (o.trans == CblasNoTrans) {
+  if (o.trans == (transposed ? CblasTrans : CblasNoTrans)) {
     ld = o.ld;
     return p;
   }
-  transpose(p, o.ld, cols, rows, scratch);  // stored as (cols, rows)
-  ld = cols;
+  // The stored matrix is the other orientation: (cols, rows) for plain rows, (rows, cols) else.
+  const int64_t stored_rows = transposed ? rows : cols, stored_cols = transposed ? cols : rows;
+  transpose(p, o.ld, stored_rows, stored_cols, scratch);
+  ld = stored_rows;
   return scratch;
 }
 
-// The transpose (cols, rows) of the slice of `o`, with unit-strided rows, in place or copied.
+template <typename T>
+const T* rows_of(const Operand& o, int64_t b, int64_t h, int64_t rows, int64_t cols, T* scratch, int64_t& ld) {
+  return unit_rows(o, b, h, rows, cols, false, scratch, ld);
+}
+
 template <typename T>
 const T* columns_of(const Operand& o, int64_t b, int64_t h, int64_t rows, int64_t cols, T* scratch, int64_t& ld) {
-  const T* p = o.slice<T>(b, h);
-  if (o.trans == CblasTrans) {
-    ld = o.ld;
-    return p;
-  }
-  transpose(p, o.ld, rows, cols, scratch);
-  ld = rows;
-  return scratch;
+  return unit_rows(o, b, h, rows, cols, true, scratch, ld);
 }
 
 // Scratch sized for one slice, allocated once per parallel chunk; empty when unused.
