@@ -283,6 +283,21 @@ void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v
   }
 }
 
+// A (B, H, T, D) result laid out in memory as (B, T, H, D), returned as the permuted view.
+// Multi-head attention moves the heads back beside each other ((B, T, H * D) for the output
+// projection, and q, k and v come from (B, T, H * D) projections), so with this layout the
+// head merge of the output and of the q/k/v gradients is a view instead of a copy. Slice
+// (b, h) starts at b * T * H * D + h * D with rows H * D apart.
+Tensor heads_interleaved(int64_t B, int64_t H, int64_t T, int64_t D, DType dtype) {
+  return Tensor(Shape{B, T, H, D}, dtype).permute({0, 2, 1, 3});
+}
+
+template <typename T>
+T* interleaved_slice(Tensor& t, int64_t b, int64_t h) {
+  const int64_t H = t.shape()[1], len = t.shape()[2], D = t.shape()[3];
+  return t.data<T>() + b * len * H * D + h * D;
+}
+
 AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const Tensor& keep_in,
                                    const Tensor& bias, double scale, const DropoutMask& dropout, AttentionPath path) {
   check_attention_arguments(q_in, k_in, v_in, keep_in, bias);
@@ -292,7 +307,7 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
   const Shape scores{B, H, Tq, Tk};
   const Operand Q = make_operand(q_in), K = make_operand(k_in), V = make_operand(v_in);
   const Tensor keep = keep_in.defined() ? keep_in.to(q_in.dtype()) : Tensor();
-  AttentionForward out{Tensor(Shape{B, H, Tq, Dv}, q_in.dtype()), Tensor(scores, q_in.dtype())};
+  AttentionForward out{heads_interleaved(B, H, Tq, Dv, q_in.dtype()), Tensor(scores, q_in.dtype())};
   dispatch(q_in.dtype(), [&]<typename T>(T) {
     const ScoreOperand<T> mask(keep, scores), add(bias, scores);
     const T kScale = static_cast<T>(scale);
@@ -320,13 +335,13 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
           drop(P, dropped.data(), Tq * Tk, static_cast<uint64_t>(slice * Tq * Tk), dropout);
           weights = dropped.data();
         }
-        T* O = out.output.data<T>() + slice * Tq * Dv;
+        T* O = interleaved_slice<T>(out.output, b, h);
         if (direct_output) {
           int64_t ld = 0;
           const T* vr = rows_of<T>(V, b, h, Tk, Dv, v_rows.data(), ld);
-          small_gemm(Tq, Dv, Tk, T(1), weights, Tk, 1, vr, ld, O, Dv);
+          small_gemm(Tq, Dv, Tk, T(1), weights, Tk, 1, vr, ld, O, H * Dv);
         } else {
-          gemm<T>(CblasNoTrans, V.trans, Tq, Dv, Tk, T(1), weights, Tk, V.slice<T>(b, h), V.ld, T(0), O, Dv);
+          gemm<T>(CblasNoTrans, V.trans, Tq, Dv, Tk, T(1), weights, Tk, V.slice<T>(b, h), V.ld, T(0), O, H * Dv);
         }
       }
     });
@@ -365,9 +380,9 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
   const int64_t Dk = want_q ? k_in.shape()[3] : want_k ? q_in.shape()[3] : 0;
   const DType dtype = weights.dtype();
   AttentionGrads out;
-  if (want_q) out.dq = Tensor(Shape{B, H, Tq, Dk}, dtype);
-  if (want_k) out.dk = Tensor(Shape{B, H, Tk, Dk}, dtype);
-  if (want_v) out.dv = Tensor(Shape{B, H, Tk, Dv}, dtype);
+  if (want_q) out.dq = heads_interleaved(B, H, Tq, Dk, dtype);
+  if (want_k) out.dk = heads_interleaved(B, H, Tk, Dk, dtype);
+  if (want_v) out.dv = heads_interleaved(B, H, Tk, Dv, dtype);
   if (want_scores) out.dscores = Tensor(weights.shape(), dtype);
   dispatch(dtype, [&]<typename T>(T) {
     const T kScale = static_cast<T>(scale);
@@ -394,13 +409,13 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
             drop(P, dropped.data(), Tq * Tk, base, dropout);
             Pd = dropped.data();
           }
-          T* dV = out.dv.data<T>() + slice * Tk * Dv;
+          T* dV = interleaved_slice<T>(out.dv, b, h);
           if (direct_v) {  // dV = Pd^T dO: A = Pd read transposed
             int64_t ld = 0;
             const T* g = rows_of<T>(G, b, h, Tq, Dv, g_rows.data(), ld);
-            small_gemm(Tk, Dv, Tq, T(1), Pd, 1, Tk, g, ld, dV, Dv);
+            small_gemm(Tk, Dv, Tq, T(1), Pd, 1, Tk, g, ld, dV, H * Dv);
           } else {
-            gemm<T>(CblasTrans, G.trans, Tk, Dv, Tq, T(1), Pd, Tk, dO, G.ld, T(0), dV, Dv);
+            gemm<T>(CblasTrans, G.trans, Tk, Dv, Tq, T(1), Pd, Tk, dO, G.ld, T(0), dV, H * Dv);
           }
         }
         if (!want_scores_path) continue;
@@ -421,23 +436,23 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
           for (int64_t j = 0; j < Tk; ++j) d[j] = p[j] * (d[j] - dot);
         }
         if (want_q) {
-          T* dQ = out.dq.data<T>() + slice * Tq * Dk;
+          T* dQ = interleaved_slice<T>(out.dq, b, h);
           if (direct_q) {  // dQ = scale dS K
             int64_t ld = 0;
             const T* kr = rows_of<T>(K, b, h, Tk, Dk, k_rows.data(), ld);
-            small_gemm(Tq, Dk, Tk, kScale, dS, Tk, 1, kr, ld, dQ, Dk);
+            small_gemm(Tq, Dk, Tk, kScale, dS, Tk, 1, kr, ld, dQ, H * Dk);
           } else {
-            gemm<T>(CblasNoTrans, K.trans, Tq, Dk, Tk, kScale, dS, Tk, K.slice<T>(b, h), K.ld, T(0), dQ, Dk);
+            gemm<T>(CblasNoTrans, K.trans, Tq, Dk, Tk, kScale, dS, Tk, K.slice<T>(b, h), K.ld, T(0), dQ, H * Dk);
           }
         }
         if (want_k) {
-          T* dK = out.dk.data<T>() + slice * Tk * Dk;
+          T* dK = interleaved_slice<T>(out.dk, b, h);
           if (direct_k) {  // dK = scale dS^T Q: A = dS read transposed
             int64_t ld = 0;
             const T* qr = rows_of<T>(Q, b, h, Tq, Dk, q_rows.data(), ld);
-            small_gemm(Tk, Dk, Tq, kScale, dS, 1, Tk, qr, ld, dK, Dk);
+            small_gemm(Tk, Dk, Tq, kScale, dS, 1, Tk, qr, ld, dK, H * Dk);
           } else {
-            gemm<T>(CblasTrans, Q.trans, Tk, Dk, Tq, kScale, dS, Tk, Q.slice<T>(b, h), Q.ld, T(0), dK, Dk);
+            gemm<T>(CblasTrans, Q.trans, Tk, Dk, Tq, kScale, dS, Tk, Q.slice<T>(b, h), Q.ld, T(0), dK, H * Dk);
           }
         }
       }

@@ -135,6 +135,21 @@ BOOST_DATA_TEST_CASE(fully_masked_rows_are_exactly_zero_on_the_direct_path, bdat
   }
 }
 
+// Output and q/k/v gradients are (B, H, T, D) views of (B, T, H, D) memory on both paths, so
+// that multi-head attention merges heads without a copy; the values are unchanged (checked
+// against the other path above and against the composed attention in tests/layers).
+BOOST_AUTO_TEST_CASE(results_are_views_of_heads_interleaved_memory) {
+  const PathCase c = kCases[1];  // H = 3, Tq = 5, Tk = 7: no size-1 axis hides the layout
+  for (AttentionPath path : {AttentionPath::direct, AttentionPath::blas}) {
+    const Run r = run(make_inputs(c, DType::f64), path);
+    for (const Tensor* t : {&r.f.output, &r.g.dq, &r.g.dk, &r.g.dv}) {
+      BOOST_TEST(t->shape()[1] == c.H);
+      BOOST_TEST(!t->is_contiguous());
+      BOOST_TEST(t->permute({0, 2, 1, 3}).is_contiguous());
+    }
+  }
+}
+
 // `automatic` takes the direct loops for small slices and BLAS for large ones (the same bits
 // as the forced path in each case).
 BOOST_AUTO_TEST_CASE(automatic_picks_direct_for_small_slices_and_blas_for_large) {
