@@ -30,15 +30,6 @@ int64_t element_offset(const Tensor& t, int64_t i) {
   return off;
 }
 
-std::string index_str(const Shape& shape, int64_t i) {
-  std::vector<int64_t> idx(static_cast<size_t>(shape.rank()));
-  for (int64_t d = shape.rank() - 1; d >= 0; --d) {
-    idx[static_cast<size_t>(d)] = i % shape[d];
-    i /= shape[d];
-  }
-  return Shape(idx).str();
-}
-
 std::string fmt(double v) {
   std::ostringstream os;
   os << std::setprecision(10) << v;

@@ -1,14 +1,23 @@
 #include "core/shape.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
 namespace ag {
 
-int64_t Shape::numel() const {
+int64_t Shape::checked_numel(const char* op) const {
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
+  bool overflow = false;
+  for (int64_t d : dims_) {
+    if (d < 0) throw std::invalid_argument(std::string(op) + ": negative dimension in shape " + str());
+    overflow = overflow || __builtin_mul_overflow(n, d, &n);
+  }
+  // A zero anywhere makes the product 0, however large the others are.
+  if (overflow && std::find(dims_.begin(), dims_.end(), 0) == dims_.end()) {
+    throw std::invalid_argument(std::string(op) + ": shape " + str() + " has more elements than fit in 64 bits");
+  }
+  return overflow ? 0 : n;
 }
 
 std::string Shape::str() const {

@@ -24,7 +24,10 @@ class Shape {
   int64_t operator[](int64_t axis) const { return dims_[static_cast<size_t>(axis < 0 ? axis + rank() : axis)]; }
   int64_t& operator[](int64_t axis) { return dims_[static_cast<size_t>(axis < 0 ? axis + rank() : axis)]; }
   int64_t back() const { return dims_.back(); }
-  int64_t numel() const;
+  // The element count. std::invalid_argument when a dimension is negative or the product does
+  // not fit int64 (the message names `op` and the shape); numel() names "Shape::numel".
+  int64_t numel() const { return checked_numel("Shape::numel"); }
+  int64_t checked_numel(const char* op) const;
 
   const std::vector<int64_t>& dims() const { return dims_; }
   auto begin() const { return dims_.begin(); }

@@ -6,9 +6,12 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <new>
 #include <unordered_map>
 #include <vector>
@@ -99,7 +102,7 @@ class BlockCache {
     if (p == nullptr) {
       trim();  // give cached blocks back and try once more before failing
       p = system_alloc(bytes);
-      if (p == nullptr) throw std::bad_alloc();
+      if (p == nullptr) throw OutOfMemory("out of memory: the system refused " + format_bytes(static_cast<double>(bytes)));
     }
     std::lock_guard<std::mutex> lock(mutex_);
     note_live(bytes);
@@ -291,6 +294,19 @@ std::size_t rounded_size(std::size_t bytes) {
 }
 
 }  // namespace
+
+std::string format_bytes(double bytes) {
+  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit + 1 < static_cast<int>(std::size(kUnits))) {
+    bytes /= 1024;
+    ++unit;
+  }
+  char text[64];
+  if (unit == 0) std::snprintf(text, sizeof text, "%.0f bytes", bytes);
+  else std::snprintf(text, sizeof text, "%.1f %s", bytes, kUnits[unit]);
+  return text;
+}
 
 Storage::Storage(std::size_t bytes) : bytes_(bytes) { data_ = cache().acquire(rounded_size(bytes)); }
 

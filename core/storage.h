@@ -7,14 +7,32 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
+#include <string>
 
 namespace ag {
+
+// The system refused memory. It is a std::bad_alloc (so code that handles allocation failure
+// still does) whose what() says how many bytes were asked for and, once Tensor has added it,
+// for what shape and dtype.
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  std::string what_;
+};
+
+// "1.5 GiB", "320.0 MiB", "12 bytes": a byte count for messages.
+std::string format_bytes(double bytes);
 
 class Storage {
  public:
   static constexpr std::size_t kAlignment = 64;
 
-  // Uninitialised memory of `bytes` bytes (the caller fills it).
+  // Uninitialised memory of `bytes` bytes (the caller fills it). OutOfMemory when the system
+  // has none to give.
   explicit Storage(std::size_t bytes);
   ~Storage();
   Storage(const Storage&) = delete;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iomanip>
 #include <numeric>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 
@@ -32,8 +33,8 @@ Shape infer_shape(const Shape& shape, int64_t numel, const Shape& from, const ch
     } else if (dims[i] < 0) {
       throw std::invalid_argument(std::string(op) + ": negative dimension in " + shape.str() + " for a tensor of shape " +
                                   from.str());
-    } else {
-      known *= dims[i];
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      throw std::invalid_argument(std::string(op) + ": shape " + shape.str() + " has more elements than fit in 64 bits");
     }
   }
   if (infer >= 0) {
@@ -73,12 +74,24 @@ Indices::Indices(Shape s, std::vector<int64_t> d) : shape(std::move(s)), data(st
   }
 }
 
-Tensor::Tensor(Shape shape, DType dtype)
-    : shape_(std::move(shape)), strides_(contiguous_strides(shape_)), dtype_(dtype) {
-  for (int64_t d : shape_) {
-    if (d < 0) throw std::invalid_argument("Tensor: negative dimension in shape " + shape_.str());
+Tensor::Tensor(Shape shape, DType dtype, const char* op)
+    : shape_(std::move(shape)), dtype_(dtype) {
+  // Every size is checked before anything is allocated: a count that wrapped around would
+  // allocate a small block and let the kernels write far past it.
+  const int64_t n = shape_.checked_numel(op);
+  const int64_t max_elements = std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(dtype));
+  if (n > max_elements) {
+    throw std::invalid_argument(std::string(op) + ": a " + dtype_name(dtype) + " tensor of shape " + shape_.str() +
+                                " needs more bytes than fit in 64 bits");
   }
-  storage_ = std::make_shared<Storage>(static_cast<size_t>(shape_.numel()) * dtype_size(dtype));
+  strides_ = contiguous_strides(shape_);
+  const size_t bytes = static_cast<size_t>(n) * dtype_size(dtype);
+  try {
+    storage_ = std::make_shared<Storage>(bytes);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(std::string(op) + ": out of memory for a " + dtype_name(dtype) + " tensor of shape " +
+                      shape_.str() + " (" + format_bytes(static_cast<double>(bytes)) + ")");
+  }
 }
 
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, std::vector<int64_t> strides,
@@ -387,10 +400,10 @@ std::string Tensor::str(int64_t max_per_dim) const {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
-Tensor empty(const Shape& shape, DType dtype) { return Tensor(shape, dtype); }
+Tensor empty(const Shape& shape, DType dtype) { return Tensor(shape, dtype, "empty"); }
 
 Tensor zeros(const Shape& shape, DType dtype) {
-  Tensor t(shape, dtype);
+  Tensor t(shape, dtype, "zeros");
   std::memset(t.raw_data(), 0, static_cast<size_t>(t.numel()) * dtype_size(dtype));
   return t;
 }
@@ -398,7 +411,7 @@ Tensor zeros(const Shape& shape, DType dtype) {
 Tensor ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
 Tensor full(const Shape& shape, double value, DType dtype) {
-  Tensor t(shape, dtype);
+  Tensor t(shape, dtype, "full");
   t.fill_(value);
   return t;
 }
@@ -410,8 +423,13 @@ Tensor arange(double start, double end, double step, DType dtype) {
     throw std::invalid_argument("arange: invalid range start=" + std::to_string(start) + " end=" +
                                 std::to_string(end) + " step=" + std::to_string(step));
   }
-  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((end - start) / step)));
-  Tensor t(Shape{n}, dtype);
+  const double count = std::ceil((end - start) / step);
+  if (!(count < 9.0e18)) {
+    throw std::invalid_argument("arange: start=" + std::to_string(start) + " end=" + std::to_string(end) + " step=" +
+                                std::to_string(step) + " gives more elements than fit in 64 bits");
+  }
+  const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(count));
+  Tensor t(Shape{n}, dtype, "arange");
   dispatch(dtype, [&]<typename T>(T) {
     T* p = t.data<T>();
     for (int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
@@ -422,7 +440,7 @@ Tensor arange(double start, double end, double step, DType dtype) {
 namespace {
 template <typename V>
 Tensor from_values(const std::vector<V>& values, const Shape& shape, DType dtype) {
-  if (static_cast<int64_t>(values.size()) != shape.numel()) {
+  if (static_cast<int64_t>(values.size()) != shape.checked_numel("from_vector")) {
     throw std::invalid_argument("from_vector: " + std::to_string(values.size()) + " values do not fill shape " +
                                 shape.str() + " (" + std::to_string(shape.numel()) + " elements)");
   }
@@ -434,6 +452,29 @@ Tensor from_values(const std::vector<V>& values, const Shape& shape, DType dtype
   return t;
 }
 }  // namespace
+
+int64_t first_value_outside(const Tensor& t, double low, double high) {
+  if (!t.defined()) throw std::logic_error("first_value_outside: the tensor is undefined");
+  const Tensor c = t.contiguous();
+  return dispatch(c.dtype(), [&]<typename T>(T) -> int64_t {
+    const T* p = c.data<T>();
+    for (int64_t i = 0; i < c.numel(); ++i) {
+      const double v = static_cast<double>(p[i]);
+      if (!(v >= low && v <= high)) return i;  // NaN fails both comparisons
+    }
+    return -1;
+  });
+}
+
+std::string index_str(const Shape& shape, int64_t flat) {
+  std::vector<int64_t> coords(static_cast<size_t>(shape.rank()));
+  for (int64_t d = shape.rank() - 1; d >= 0; --d) {
+    const int64_t n = shape[d] > 0 ? shape[d] : 1;
+    coords[static_cast<size_t>(d)] = flat % n;
+    flat /= n;
+  }
+  return Shape(std::move(coords)).str();
+}
 
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype) {
   return from_values(values, shape, dtype);
@@ -447,7 +488,7 @@ Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DTyp
     throw std::invalid_argument("uniform: need finite low <= high, got low=" + std::to_string(low) +
                                 " high=" + std::to_string(high));
   }
-  Tensor t(shape, dtype);
+  Tensor t(shape, dtype, "uniform");
   const uint64_t key = gen.next_stream();
   dispatch(dtype, [&]<typename T>(T) {
     T* p = t.data<T>();
@@ -467,7 +508,7 @@ Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType
     throw std::invalid_argument("normal: need finite mean and std >= 0, got mean=" + std::to_string(mean) +
                                 " std=" + std::to_string(std));
   }
-  Tensor t(shape, dtype);
+  Tensor t(shape, dtype, "normal");
   const uint64_t key = gen.next_stream();
   dispatch(dtype, [&]<typename T>(T) {
     T* p = t.data<T>();

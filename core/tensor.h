@@ -27,8 +27,10 @@ namespace ag {
 class Tensor {
  public:
   Tensor() = default;
-  // A new contiguous tensor with uninitialised contents.
-  Tensor(Shape shape, DType dtype);
+  // A new contiguous tensor with uninitialised contents. A shape whose element count or byte
+  // size does not fit 64 bits is std::invalid_argument, memory the system refuses OutOfMemory;
+  // both messages start with `op` and name the shape.
+  Tensor(Shape shape, DType dtype, const char* op = "Tensor");
   // A view of existing storage.
   Tensor(std::shared_ptr<Storage> storage, Shape shape, std::vector<int64_t> strides,
          int64_t offset, DType dtype);
@@ -111,6 +113,12 @@ Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::
 inline Tensor arange(int64_t n, DType dtype = DType::f32) { return arange(0.0, static_cast<double>(n), 1.0, dtype); }
 // Throws std::invalid_argument if values.size() != shape.numel().
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, DType dtype = DType::f32);
+
+// The row-major (flat) index of the first element that is NaN or outside [low, high], or -1
+// when there is none: how loaders find the value that makes a file unusable.
+int64_t first_value_outside(const Tensor& t, double low, double high);
+// A flat row-major index as coordinates of `shape`: 7 in (2, 3, 2) -> "(1, 0, 1)".
+std::string index_str(const Shape& shape, int64_t flat);
 Tensor from_vector(const std::vector<float>& values, const Shape& shape, DType dtype = DType::f32);
 // Uniform in [low, high) and normal(mean, std), drawn from `gen` (one stream per call).
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen = default_generator(),

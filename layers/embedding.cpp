@@ -13,6 +13,7 @@ Embedding::Embedding(const EmbeddingOptions& options) : options_(options) {
     throw std::invalid_argument("Embedding: num_embeddings and embedding_dim must be positive, got " +
                                 std::to_string(n) + " and " + std::to_string(options.embedding_dim));
   }
+  Shape{n, options.embedding_dim}.checked_numel("Embedding weight");  // before anything is allocated
   if (options.padding_idx) {
     const int64_t p = *options.padding_idx;
     if (p < -n || p >= n) {

@@ -16,6 +16,7 @@ const LinearOptions& checked(const LinearOptions& o) {
     throw std::invalid_argument("Linear: in_features and out_features must be positive, got in=" +
                                 std::to_string(o.in_features) + " out=" + std::to_string(o.out_features));
   }
+  Shape{o.out_features, o.in_features}.checked_numel("Linear weight");  // before anything is allocated
   return o;
 }
 

@@ -180,7 +180,8 @@ BOOST_AUTO_TEST_CASE(bad_factory_arguments) {
   AG_CHECK_THROWS_WITH(uniform({2}, 1.0, 0.0), std::invalid_argument, "uniform", "low=1", "high=0");
   AG_CHECK_THROWS_WITH(normal({2}, 0.0, -1.0), std::invalid_argument, "normal", "std=-1");
   AG_CHECK_THROWS_WITH(arange(0.0, 1.0, 0.0), std::invalid_argument, "arange", "step=0");
-  AG_CHECK_THROWS_WITH(zeros({2, -1}), std::invalid_argument, "Tensor", "negative", "(2, -1)");
+  AG_CHECK_THROWS_WITH(zeros({2, -1}), std::invalid_argument, "zeros", "negative", "(2, -1)");
+  AG_CHECK_THROWS_WITH(Tensor(Shape{2, -1}, DType::f32), std::invalid_argument, "Tensor", "negative", "(2, -1)");
 }
 
 BOOST_AUTO_TEST_CASE(undefined_tensors_and_variables) {

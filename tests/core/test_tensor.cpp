@@ -263,4 +263,50 @@ BOOST_AUTO_TEST_CASE(elides_large_tensors) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+
+// Sizes that do not fit 64 bits were once multiplied without a check: zeros({2^32, 2^32})
+// had numel() == 0 and zeros({2^62}) was backed by 64 bytes. Each is now refused by name.
+BOOST_AUTO_TEST_SUITE(sizes_that_overflow)
+
+BOOST_AUTO_TEST_CASE(element_counts_that_overflow_are_refused) {
+  const int64_t big = int64_t{1} << 32;
+  AG_CHECK_THROWS_WITH((Shape{big, big}.numel()), std::invalid_argument, "Shape::numel", "(4294967296, 4294967296)",
+                       "64 bits");
+  AG_CHECK_THROWS_WITH(zeros({big, big}), std::invalid_argument, "zeros", "(4294967296, 4294967296)");
+  AG_CHECK_THROWS_WITH(empty({big, big, 2}), std::invalid_argument, "empty");
+  AG_CHECK_THROWS_WITH(full({big, big}, 1.0), std::invalid_argument, "full");
+  AG_CHECK_THROWS_WITH(normal({big, big}, 0, 1, default_generator()), std::invalid_argument, "normal");
+  AG_CHECK_THROWS_WITH(uniform({big, big}, 0, 1, default_generator()), std::invalid_argument, "uniform");
+  AG_CHECK_THROWS_WITH(from_vector(std::vector<double>{}, Shape{big, big}), std::invalid_argument, "from_vector");
+  AG_CHECK_THROWS_WITH(arange(0, 1e30, 1), std::invalid_argument, "arange", "64 bits");
+  // A zero anywhere makes any product 0.
+  BOOST_TEST((Shape{0, big, big}.numel()) == 0);
+  // A view of an empty tensor cannot smuggle an overflowing shape in either.
+  AG_CHECK_THROWS_WITH(zeros({0}).view({big, big}), std::invalid_argument, "view", "64 bits");
+}
+
+BOOST_AUTO_TEST_CASE(byte_sizes_that_overflow_are_refused) {
+  const int64_t n = int64_t{1} << 62;  // fits int64 as a count, not as f32 bytes
+  AG_CHECK_THROWS_WITH(zeros({n}), std::invalid_argument, "zeros", "(4611686018427387904,)", "bytes");
+  AG_CHECK_THROWS_WITH(Tensor(Shape{n}, DType::f64), std::invalid_argument, "Tensor", "bytes");
+}
+
+BOOST_AUTO_TEST_CASE(memory_the_system_refuses_is_a_message_with_the_shape_and_bytes) {
+  // 2^44 floats: 64 TiB, more than any machine here can map.
+  const int64_t n = int64_t{1} << 44;
+  std::string message;
+  try {
+    zeros({n});
+  } catch (const OutOfMemory& e) {
+    message = e.what();
+  }
+  BOOST_TEST(message.find("zeros") != std::string::npos, message);
+  BOOST_TEST(message.find("(17592186044416,)") != std::string::npos, message);
+  BOOST_TEST(message.find("64.0 TiB") != std::string::npos, message);
+  BOOST_TEST(format_bytes(512) == "512 bytes");
+  BOOST_TEST(format_bytes(1536) == "1.5 KiB");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 }  // namespace ag::testing

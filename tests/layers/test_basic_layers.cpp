@@ -374,4 +374,18 @@ BOOST_AUTO_TEST_CASE(learned_adds_its_rows_and_trains_them) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+
+BOOST_AUTO_TEST_SUITE(layer_sizes_that_overflow)
+
+// Linear(4, 2^62) once wrote past a 64-byte block; the layers now refuse it before allocating.
+BOOST_AUTO_TEST_CASE(linear_and_embedding_refuse_sizes_that_do_not_fit) {
+  const int64_t huge = int64_t{1} << 62;
+  AG_CHECK_THROWS_WITH(Linear(LinearOptions{.in_features = 4, .out_features = huge}), std::invalid_argument,
+                       "Linear weight", "(4611686018427387904, 4)");
+  AG_CHECK_THROWS_WITH(Embedding(EmbeddingOptions{.num_embeddings = huge, .embedding_dim = 4}), std::invalid_argument,
+                       "Embedding weight", "(4611686018427387904, 4)");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 }  // namespace ag::testing
