@@ -1,6 +1,8 @@
 #include "train/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,7 +10,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <stdexcept>
+#include <string>
 
 namespace ag {
 
@@ -23,10 +27,53 @@ std::string directory_of(const std::string& path) {
   return path.substr(0, slash);
 }
 
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a regular file";
+}
+
+// "<base>.tmp-<pid>-<n>" -> pid, or 0 when `name` is not a temporary of `base`.
+pid_t temporary_owner(const std::string& name, const std::string& base) {
+  const std::string prefix = base + ".tmp-";
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return 0;
+  const std::string rest = name.substr(prefix.size());
+  const size_t dash = rest.find('-');
+  if (dash == 0 || dash == std::string::npos || dash + 1 == rest.size()) return 0;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (i != dash && (rest[i] < '0' || rest[i] > '9')) return 0;
+  }
+  if (dash > 9) return 0;
+  return static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+}
+
 }  // namespace
+
+int remove_stale_temporaries(const std::string& path) {
+  const std::string dir = directory_of(path);
+  const size_t slash = path.find_last_of('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  int removed = 0;
+  while (const dirent* entry = ::readdir(d)) {
+    const std::string name = entry->d_name;
+    const pid_t owner = temporary_owner(name, base);
+    // Only a process that no longer exists cannot finish its save; a live one's file stays.
+    if (owner <= 0 || owner == ::getpid() || ::kill(owner, 0) == 0 || errno != ESRCH) continue;
+    if (::unlink((dir + "/" + name).c_str()) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
+}
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   if (path_.empty()) throw std::runtime_error("AtomicFile: empty file name");
+  remove_stale_temporaries(path_);  // left by saves that were killed
   // pid + a process-wide counter keep concurrent writers (threads or processes) apart; O_EXCL
   // makes a leftover temporary from a crashed run a retry, never a shared file.
   static std::atomic<unsigned> counter{0};
@@ -99,27 +146,48 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
 }
 
 std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. The kind
+  // of file is checked on the open descriptor, so it cannot change between check and read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     throw std::runtime_error("cannot read '" + path + "': " + system_reason(err));
   }
-  std::string bytes;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) bytes.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    throw std::runtime_error("cannot read '" + path + "': " + system_reason(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    throw std::runtime_error("cannot read '" + path + "': it is " + file_kind(st.st_mode) + ", not a regular file");
+  }
+  const size_t size = static_cast<size_t>(st.st_size);
+  std::string bytes;
+  try {
+    bytes.resize(size);
+  } catch (const std::bad_alloc&) {
+    throw std::runtime_error("cannot read '" + path + "': its " + std::to_string(size) + " bytes do not fit in memory");
+  }
+  // Exactly the size known before reading: a file that grows meanwhile is read as it was.
+  size_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::read(fd, bytes.data() + done, size - done);
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
-      ::close(fd);
       throw std::runtime_error("cannot read '" + path + "': " + system_reason(err));
     }
-    bytes.append(buf, static_cast<size_t>(n));
+    done += static_cast<size_t>(n);
   }
-  ::close(fd);
+  if (done < size) {
+    throw std::runtime_error("cannot read '" + path + "': it shrank from " + std::to_string(size) + " to " +
+                             std::to_string(done) + " bytes while being read");
+  }
   return bytes;
 }
 

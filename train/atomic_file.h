@@ -43,7 +43,13 @@ class AtomicFile {
 // Replaces `path` with `contents` atomically (see AtomicFile).
 void write_file_atomically(const std::string& path, std::string_view contents);
 
-// The whole file as bytes; std::runtime_error naming the path if it cannot be read.
+// The whole file as bytes; std::runtime_error naming the path if it cannot be read. Only a
+// regular file is read (a FIFO, device or directory is refused without blocking), exactly as
+// many bytes as its size when opened.
 std::string read_file(const std::string& path);
+
+// Removes the temporaries "<path>.tmp-<pid>-<n>" that a killed save of `path` left behind (their
+// process no longer exists); returns how many. AtomicFile calls it before every save.
+int remove_stale_temporaries(const std::string& path);
 
 }  // namespace ag

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <sstream>
 #include <set>
 #include <stdexcept>
 
@@ -13,8 +15,8 @@ namespace {
 
 constexpr const char* kFormat = "attograd-checkpoint";
 constexpr const char* kOptimizerPrefix = "optimizer/";
-constexpr const char* kReservedKeys[] = {"format", "format_version", "optimizer", "rng_seed",
-                                         "rng_step", "rng_call", "data_position"};
+constexpr const char* kReservedKeys[] = {"format", "format_version", "optimizer", "optimizer_state_params",
+                                         "rng_seed", "rng_step", "rng_call", "data_position"};
 constexpr const char* kSlots[] = {"momentum_buffer", "exp_avg", "exp_avg_sq"};
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
@@ -54,6 +56,7 @@ SafetensorsFile checkpoint_file(const NamedVariables& params, const Optimizer* o
   if (optimizer == nullptr) return file;
 
   file.metadata["optimizer"] = optimizer->name();
+  file.metadata["optimizer_state_params"] = std::to_string(optimizer->state().size());
   for (const auto& [name, p] : optimizer->params()) {
     const auto it = std::find_if(params.begin(), params.end(), [&](const auto& np) { return np.first == name; });
     if (it == params.end() || it->second.id() != p.id()) {
@@ -91,12 +94,15 @@ CheckpointInfo info_of(const std::string& path, const SafetensorsFile& file) {
     fail(path, "__metadata__ lacks format and format_version: not an attograd checkpoint");
   }
   if (format->second != kFormat) fail(path, "format is '" + format->second + "', expected '" + kFormat + "'");
-  if (version->second != std::to_string(kCheckpointFormatVersion)) {
-    fail(path, "format_version '" + version->second + "' is not supported (this build reads version " +
+  if (version->second != "1" && version->second != std::to_string(kCheckpointFormatVersion)) {
+    fail(path, "format_version '" + version->second + "' is not supported (this build reads versions 1 to " +
                    std::to_string(kCheckpointFormatVersion) + ")");
   }
   CheckpointInfo info;
-  info.format_version = kCheckpointFormatVersion;
+  info.format_version = version->second == "1" ? 1 : kCheckpointFormatVersion;
+  if (info.format_version >= 2 && !file.checksummed) {
+    fail(path, "__metadata__ has no 'crc32c' checksums, which every version 2 checkpoint carries");
+  }
   info.rng_state.seed = metadata_u64(path, meta, "rng_seed");
   info.rng_state.step = metadata_u64(path, meta, "rng_step");
   info.rng_state.call = metadata_u64(path, meta, "rng_call");
@@ -150,6 +156,30 @@ OptimizerState optimizer_state_of(const std::string& path, const SafetensorsFile
   return state;
 }
 
+// A checkpoint that says it carries optimizer state carries all of it: without the count, a
+// file stripped of its optimizer/ tensors would resume with a fresh state, silently.
+void check_state_count(const std::string& path, const SafetensorsFile& file, const CheckpointInfo& info,
+                       const OptimizerState& state) {
+  if (info.format_version < 2) return;
+  const uint64_t expected = metadata_u64(path, file.metadata, "optimizer_state_params");
+  if (expected != state.size()) {
+    fail(path, "__metadata__ says " + std::to_string(expected) + " parameters have optimizer state, but the file holds " +
+                   "state for " + std::to_string(state.size()) + " (optimizer/ tensors are missing or extra)");
+  }
+}
+
+void check_parameter_values(const std::string& path, const std::string& name, const Tensor& t) {
+  const int64_t bad = first_value_outside(t, -kMaxParameterMagnitude, kMaxParameterMagnitude);
+  if (bad < 0) return;
+  std::ostringstream value;
+  value << t.reshape({-1}).at({bad});
+  fail(path, "tensor '" + name + "' holds " + value.str() + " at index " + index_str(t.shape(), bad) +
+                 (std::isfinite(t.reshape({-1}).at({bad}))
+                      ? ", beyond the largest magnitude a checkpoint may hold (" + std::to_string(kMaxParameterMagnitude) + ")"
+                      : ": a checkpoint's parameters must be finite") +
+                 "; the file is corrupt or not from a healthy run");
+}
+
 CheckpointInfo load(const std::string& path, const NamedVariables& params, Optimizer* optimizer) {
   const SafetensorsFile file = load_safetensors(path);
   CheckpointInfo info = info_of(path, file);
@@ -169,6 +199,7 @@ CheckpointInfo load(const std::string& path, const NamedVariables& params, Optim
       fail(path, "tensor '" + name + "' has shape " + e->tensor.shape().str() + " but the parameter has shape " +
                      p.shape().str());
     }
+    check_parameter_values(path, name, e->tensor);
     sources.push_back(&e->tensor);
   }
   // 2. No tensor the model does not know.
@@ -183,10 +214,11 @@ CheckpointInfo load(const std::string& path, const NamedVariables& params, Optim
       fail(path, "optimizer state was saved by " + info.optimizer + ", cannot load it into " + optimizer->name());
     }
     const OptimizerState state = optimizer_state_of(path, file, *optimizer);
+    check_state_count(path, file, info, state);
     try {
       optimizer->load_state(state);
     } catch (const std::invalid_argument& e) {
-      fail(path, std::string("optimizer state does not fit: ") + e.what());
+      fail(path, std::string("optimizer state is invalid: ") + e.what());
     }
   }
   // 4. Nothing can fail any more: copy in place.

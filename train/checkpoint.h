@@ -6,8 +6,10 @@
 //     optimizer/<param name>/<slot>     momentum_buffer, exp_avg, exp_avg_sq (parameter's shape)
 //   __metadata__ (string -> string)
 //     format                            "attograd-checkpoint"
-//     format_version                    "1"
+//     format_version                    "2" (version 1 files still load; see below)
+//     crc32c                            every tensor's checksum (written by safetensors.h)
 //     optimizer                         "SGD" / "Adam" / "AdamW" (absent without optimizer state)
+//     optimizer_state_params            how many parameters have optimizer state
 //     rng_seed, rng_step, rng_call      the GeneratorState, decimal
 //     data_position                     the next training batch index, decimal
 //     ...                               the caller's extras, e.g. "model" and "task" as JSON text
@@ -18,9 +20,14 @@
 //
 // Loading restores in place (the parameters' storage is kept, so views and optimizers holding
 // them stay valid) and checks everything before changing anything: format and version, every
-// parameter present with its dtype and shape, no unknown tensors, an optimizer state of the
-// right kind and shapes. Each problem is a std::runtime_error that starts with
-// "checkpoint '<path>': " and names the tensor or key involved.
+// tensor's checksum, every parameter present with its dtype and shape and with finite values
+// within kMaxParameterMagnitude, no unknown tensors, an optimizer state of the right kind and
+// shapes for as many parameters as the file says, with sane values (Optimizer::load_state).
+// Each problem is a std::runtime_error that starts with "checkpoint '<path>': " and names the
+// tensor or key involved (and, for a bad value, its index).
+//
+// Version 1 (before checksums) is read without the two checks that need version 2's entries:
+// the checksums and the optimizer_state_params count.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +40,11 @@
 
 namespace ag {
 
-inline constexpr int kCheckpointFormatVersion = 1;
+inline constexpr int kCheckpointFormatVersion = 2;
+// Parameters in a checkpoint must be finite and at most this large in magnitude: far beyond
+// anything training produces (a diverging run is stopped long before), so a larger value means
+// a corrupt or hand-made file. Optimizer state has its own bounds (optim.h).
+inline constexpr double kMaxParameterMagnitude = kMaxStateMagnitude;
 
 // What a checkpoint carries besides the tensors.
 struct CheckpointInfo {

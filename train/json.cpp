@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <system_error>
+#include <unordered_set>
 
 namespace ag {
 
@@ -71,16 +72,16 @@ class Parser {
       ++pos_;
       return Json::object(std::move(members));
     }
+    // Keys seen so far, hashed: a header of a million keys is checked in linear time.
+    std::unordered_set<std::string> seen;
     while (true) {
       skip_space();
       if (peek() != '"') fail("expected a string key");
       const size_t key_pos = pos_;
       std::string key = parse_string();
-      for (const auto& [existing, unused] : members) {
-        if (existing == key) {
-          pos_ = key_pos;
-          fail("duplicate key \"" + key + "\"");
-        }
+      if (!seen.insert(key).second) {
+        pos_ = key_pos;
+        fail("duplicate key \"" + key + "\"");
       }
       skip_space();
       expect(':');
@@ -268,12 +269,10 @@ const char* json_type_name(Json::Type type) {
 }
 
 Json Json::object(Object members) {
-  for (size_t i = 0; i < members.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (members[i].first == members[j].first) {
-        throw std::invalid_argument("Json::object: duplicate key \"" + members[i].first + "\"");
-      }
-    }
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(members.size());
+  for (const auto& [key, value] : members) {
+    if (!seen.insert(key).second) throw std::invalid_argument("Json::object: duplicate key \"" + key + "\"");
   }
   return Json(std::move(members));
 }

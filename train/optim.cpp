@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 #include <stdexcept>
+#include <string_view>
 
 #include "autograd/grad_mode.h"
 #include "core/parallel.h"
@@ -119,7 +120,9 @@ void Optimizer::load_state(const OptimizerState& state) {
     require(index < params_.size(), who.c_str(), "state for unknown parameter '" + pname + "'");
     require(!given[index], who.c_str(), "state for parameter '" + pname + "' given twice");
     given[index] = true;
-    require(s.step >= 1, who.c_str(), "parameter '" + pname + "': step " + std::to_string(s.step) + " (need >= 1)");
+    require(s.step >= 1 && s.step <= kMaxOptimizerStep, who.c_str(),
+            "parameter '" + pname + "': step " + std::to_string(s.step) + " is outside [1, " +
+                std::to_string(kMaxOptimizerStep) + "]");
     const Tensor& value = params_[index].second.value();
     for (const char* slot_name : kAllSlots) {
       const Tensor& t = slot(s, slot_name);
@@ -130,6 +133,17 @@ void Optimizer::load_state(const OptimizerState& state) {
       require(t.shape() == value.shape() && t.dtype() == value.dtype(), who.c_str(),
               "parameter '" + pname + "': " + slot_name + " is " + t.shape().str() + " " + dtype_name(t.dtype()) +
                   " but the parameter is " + value.shape().str() + " " + dtype_name(value.dtype()));
+      // A second moment is a running mean of squares: never negative, and NaN in any slot
+      // would turn the parameter into NaN at the next update.
+      const bool squares = std::string_view(slot_name) == "exp_avg_sq";
+      const double limit = squares ? kMaxStateMagnitude * kMaxStateMagnitude : kMaxStateMagnitude;
+      const int64_t bad = first_value_outside(t, squares ? 0.0 : -limit, limit);
+      if (bad >= 0) {
+        require(false, who.c_str(),
+                "parameter '" + pname + "': " + slot_name + " holds " + num(t.reshape({-1}).at({bad})) + " at index " +
+                    index_str(t.shape(), bad) + " (allowed: " + (squares ? "0" : "-" + num(limit)) + " to " +
+                    num(limit) + ")");
+      }
     }
     ParamState& mine = fresh[index];
     mine.step = s.step;

@@ -27,6 +27,13 @@
 
 namespace ag {
 
+// Bounds that load_state() enforces on state read from a file: a step count far beyond any run
+// (Adam's bias correction stays exact and the next increment cannot overflow), and state values
+// far outside anything training produces (|momentum|, |exp_avg| <= 1e20, exp_avg_sq <= 1e40,
+// the same bound as checkpoint.h's kMaxParameterMagnitude, squared).
+inline constexpr int64_t kMaxOptimizerStep = int64_t{1} << 53;
+inline constexpr double kMaxStateMagnitude = 1e20;
+
 // What an optimizer remembers about one parameter. Tensors have the parameter's shape and dtype;
 // the ones an optimizer does not use stay undefined.
 struct ParamState {
@@ -62,8 +69,9 @@ class Optimizer {
 
   OptimizerState state() const;
   // Replaces the whole state. Validates before changing anything: every name must be one of
-  // the parameters, step >= 1, exactly this optimizer's slots defined, each with the
-  // parameter's shape and dtype. Parameters absent from `state` get fresh state. Throws
+  // the parameters, 1 <= step <= kMaxOptimizerStep, exactly this optimizer's slots defined, each
+  // with the parameter's shape and dtype and with finite values within kMaxStateMagnitude
+  // (exp_avg_sq >= 0). Parameters absent from `state` get fresh state. Throws
   // std::invalid_argument naming the parameter and the problem.
   void load_state(const OptimizerState& state);
 

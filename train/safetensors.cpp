@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
 #include "train/atomic_file.h"
+#include "train/crc32c.h"
 #include "train/json.h"
 
 namespace ag {
@@ -20,6 +23,8 @@ namespace {
 // us allocate gigabytes.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 constexpr const char* kMetadataKey = "__metadata__";
+// The __metadata__ key under which the writer stores every tensor's CRC-32C.
+constexpr const char* kChecksumKey = "crc32c";
 
 size_t element_size(SafetensorsDType dtype) {
   switch (dtype) {
@@ -46,9 +51,17 @@ Json shape_json(const Shape& shape) {
   return Json::array(std::move(dims));
 }
 
-// Reads one header entry into `entry` (everything but the data) and returns its byte range.
-std::pair<uint64_t, uint64_t> parse_entry(const std::string& path, const std::string& name, const Json& info,
-                                          SafetensorsEntry& entry) {
+// One header entry, read and checked against itself; nothing is allocated yet.
+struct HeaderEntry {
+  std::string name;
+  SafetensorsDType dtype = SafetensorsDType::F32;
+  std::vector<int64_t> dims;
+  uint64_t begin = 0, end = 0;
+};
+
+HeaderEntry parse_entry(const std::string& path, const std::string& name, const Json& info) {
+  HeaderEntry entry;
+  entry.name = name;
   const std::string where = "tensor '" + name + "': ";
   if (!info.is_object()) corrupt(path, where + "header entry is " + json_type_name(info.type()) + ", not an object");
   const Json* dtype = info.find("dtype");
@@ -65,33 +78,61 @@ std::pair<uint64_t, uint64_t> parse_entry(const std::string& path, const std::st
   else corrupt(path, where + "unsupported dtype '" + d + "' (attograd reads F32, F64 and I64)");
 
   if (!shape->is_array()) corrupt(path, where + "shape " + shape->dump() + " is not an array");
-  std::vector<int64_t> dims;
   uint64_t numel = 1;
   for (const Json& dim : shape->as_array()) {
     if (!dim.is_integer() || dim.as_int() < 0) corrupt(path, where + "shape " + shape->dump() + " is not a list of sizes >= 0");
     const uint64_t n = static_cast<uint64_t>(dim.as_int());
     if (n != 0 && numel > std::numeric_limits<uint64_t>::max() / n) corrupt(path, where + "shape " + shape->dump() + " is too large");
     numel *= n;
-    dims.push_back(dim.as_int());
+    entry.dims.push_back(dim.as_int());
   }
   if (!offsets->is_array() || offsets->size() != 2 || !offsets->at(0).is_integer() || !offsets->at(1).is_integer() ||
       offsets->at(0).as_int() < 0 || offsets->at(1).as_int() < offsets->at(0).as_int()) {
     corrupt(path, where + "data_offsets " + offsets->dump() + " is not a pair [begin, end] with 0 <= begin <= end");
   }
-  const uint64_t begin = static_cast<uint64_t>(offsets->at(0).as_int());
-  const uint64_t end = static_cast<uint64_t>(offsets->at(1).as_int());
+  entry.begin = static_cast<uint64_t>(offsets->at(0).as_int());
+  entry.end = static_cast<uint64_t>(offsets->at(1).as_int());
   const uint64_t size = element_size(entry.dtype);
-  if (numel > std::numeric_limits<uint64_t>::max() / size || numel * size != end - begin) {
+  if (numel > std::numeric_limits<uint64_t>::max() / size || numel * size != entry.end - entry.begin) {
     const std::string needed = numel > std::numeric_limits<uint64_t>::max() / size
                                    ? "more than 2^64"
                                    : std::to_string(numel * size);
-    corrupt(path, where + "shape " + Shape(dims).str() + " of " + d + " needs " + needed + " bytes but data_offsets [" +
-                      std::to_string(begin) + ", " + std::to_string(end) + "] hold " + std::to_string(end - begin));
+    corrupt(path, where + "shape " + Shape(entry.dims).str() + " of " + d + " needs " + needed + " bytes but data_offsets [" +
+                      std::to_string(entry.begin) + ", " + std::to_string(entry.end) + "] hold " +
+                      std::to_string(entry.end - entry.begin));
   }
-  entry.name = name;
-  if (entry.dtype == SafetensorsDType::I64) entry.indices.shape = Shape(dims);
-  else entry.tensor = Tensor(Shape(dims), entry.dtype == SafetensorsDType::F32 ? DType::f32 : DType::f64);
-  return {begin, end};
+  return entry;
+}
+
+std::string hex32(uint32_t v) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", v);
+  return text;
+}
+
+// The checksums entry of __metadata__: a JSON object mapping every tensor name to 8 hex digits.
+std::map<std::string, uint32_t> parse_checksums(const std::string& path, const std::string& text) {
+  const auto bad = [&](const std::string& what) {
+    corrupt(path, std::string("__metadata__ '") + kChecksumKey + "' " + what);
+  };
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const JsonError& e) {
+    bad(std::string("is not JSON: ") + e.what());
+  }
+  if (!j.is_object()) bad("is not a JSON object");
+  std::map<std::string, uint32_t> sums;
+  for (const auto& [name, v] : j.as_object()) {
+    const std::string digits = v.is_string() ? v.as_string() : "";
+    uint32_t value = 0;
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
+    if (digits.size() != 8 || ec != std::errc() || ptr != digits.data() + digits.size()) {
+      bad("gives tensor '" + name + "' the checksum " + v.dump() + ", not 8 hex digits");
+    }
+    sums[name] = value;
+  }
+  return sums;
 }
 
 }  // namespace
@@ -139,17 +180,18 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   // Contiguous copies where needed, so each entry is one block of bytes.
   std::vector<Tensor> blocks(file.entries.size());
   Json::Object header;
-  if (!file.metadata.empty()) {
-    Json::Object meta;
-    for (const auto& [k, v] : file.metadata) meta.emplace_back(k, Json(v));
-    header.emplace_back(kMetadataKey, Json::object(std::move(meta)));
+  if (file.metadata.count(kChecksumKey)) {
+    throw std::invalid_argument(std::string("save_safetensors: the metadata key '") + kChecksumKey +
+                                "' is written by the writer itself");
   }
   uint64_t offset = 0;
+  Json::Object checksums;
   for (size_t i = 0; i < file.entries.size(); ++i) {
     const SafetensorsEntry& e = file.entries[i];
     uint64_t bytes = 0;
     if (e.dtype == SafetensorsDType::I64) {
       bytes = static_cast<uint64_t>(e.indices.numel()) * 8;
+      checksums.emplace_back(e.name, Json(hex32(crc32c(e.indices.data.data(), static_cast<size_t>(bytes)))));
     } else {
       if (!e.tensor.defined()) throw std::invalid_argument("save_safetensors: tensor '" + e.name + "' is undefined");
       const SafetensorsDType want = e.tensor.dtype() == DType::f32 ? SafetensorsDType::F32 : SafetensorsDType::F64;
@@ -159,6 +201,7 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
       }
       blocks[i] = e.tensor.contiguous();
       bytes = static_cast<uint64_t>(blocks[i].numel()) * element_size(e.dtype);
+      checksums.emplace_back(e.name, Json(hex32(crc32c(blocks[i].raw_data(), static_cast<size_t>(bytes)))));
     }
     Json::Object info;
     info.emplace_back("dtype", Json(safetensors_dtype_name(e.dtype)));
@@ -167,6 +210,11 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
     header.emplace_back(e.name, Json::object(std::move(info)));  // rejects duplicate names
     offset += bytes;
   }
+  // __metadata__ goes first, as other writers put it; the checksums are one more string in it.
+  Json::Object meta;
+  for (const auto& [k, v] : file.metadata) meta.emplace_back(k, Json(v));
+  meta.emplace_back(kChecksumKey, Json(Json::object(std::move(checksums)).dump()));
+  header.insert(header.begin(), {kMetadataKey, Json::object(std::move(meta))});
   std::string text = Json::object(std::move(header)).dump();
   // Spaces are JSON whitespace: padding keeps every reader happy and aligns the data section.
   while ((8 + text.size()) % 8 != 0) text += ' ';
@@ -190,6 +238,10 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
 
 SafetensorsFile load_safetensors(const std::string& path) {
   const std::string bytes = read_file(path);
+  return parse_safetensors(bytes, path);
+}
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
   const uint64_t file_size = bytes.size();
   if (file_size == 0) corrupt(path, "the file is empty (0 bytes)");
   if (file_size < 8) {
@@ -215,47 +267,47 @@ SafetensorsFile load_safetensors(const std::string& path) {
   }
   if (!header.is_object()) corrupt(path, std::string("the header is ") + json_type_name(header.type()) + ", not an object");
 
+  // 1. The whole header, checked against itself and against the file's size: nothing is
+  //    allocated for a tensor until every entry has been found to fit the bytes the file holds.
   SafetensorsFile file;
-  struct Range {
-    uint64_t begin, end;
-    size_t entry;
-  };
-  std::vector<Range> ranges;
+  std::vector<HeaderEntry> entries;
+  std::string checksum_text;
+  bool has_checksums = false;
   for (const auto& [name, info] : header.as_object()) {
     if (name == kMetadataKey) {
       if (!info.is_object()) corrupt(path, "__metadata__ is " + std::string(json_type_name(info.type())) + ", not an object");
       for (const auto& [k, v] : info.as_object()) {
         if (!v.is_string()) corrupt(path, "__metadata__ value for '" + k + "' is " + json_type_name(v.type()) + ", not a string");
-        file.metadata[k] = v.as_string();
+        if (k == kChecksumKey) {
+          checksum_text = v.as_string();
+          has_checksums = true;
+        } else {
+          file.metadata[k] = v.as_string();
+        }
       }
       continue;
     }
-    SafetensorsEntry entry;
-    const auto [begin, end] = parse_entry(path, name, info, entry);
-    ranges.push_back({begin, end, file.entries.size()});
-    file.entries.push_back(std::move(entry));
+    entries.push_back(parse_entry(path, name, info));
   }
 
   // The ranges must tile the data section: sorted by start, each begins where the last ended.
   const uint64_t data_size = file_size - 8 - header_len;
-  std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) {
+  std::sort(entries.begin(), entries.end(), [](const HeaderEntry& a, const HeaderEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
   uint64_t covered = 0;
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    const Range& r = ranges[i];
-    const std::string& name = file.entries[r.entry].name;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const HeaderEntry& r = entries[i];
     if (r.begin < covered) {
-      corrupt(path, "tensor '" + name + "' at data_offsets [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
-                        "] overlaps tensor '" + file.entries[ranges[i - 1].entry].name + "' (which ends at " +
-                        std::to_string(covered) + ")");
+      corrupt(path, "tensor '" + r.name + "' at data_offsets [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
+                        "] overlaps tensor '" + entries[i - 1].name + "' (which ends at " + std::to_string(covered) + ")");
     }
     if (r.begin > covered) {
       corrupt(path, "bytes [" + std::to_string(covered) + ", " + std::to_string(r.begin) +
-                        ") of the data section belong to no tensor (a hole before '" + name + "')");
+                        ") of the data section belong to no tensor (a hole before '" + r.name + "')");
     }
     if (r.end > data_size) {
-      corrupt(path, "data truncated: tensor '" + name + "' needs bytes [" + std::to_string(r.begin) + ", " +
+      corrupt(path, "data truncated: tensor '" + r.name + "' needs bytes [" + std::to_string(r.begin) + ", " +
                         std::to_string(r.end) + ") of the data section but only " + std::to_string(data_size) +
                         " bytes follow the header");
     }
@@ -266,23 +318,44 @@ SafetensorsFile load_safetensors(const std::string& path) {
                       std::to_string(data_size) + " bytes, tensors cover " + std::to_string(covered) + ")");
   }
 
+  // 2. The checksums, when the writer stored them, over the bytes as they are in the file.
   const char* data = bytes.data() + 8 + header_len;
-  for (const Range& r : ranges) {
-    SafetensorsEntry& e = file.entries[r.entry];
-    const size_t n = static_cast<size_t>(r.end - r.begin);
-    if (n == 0) continue;
-    if (e.dtype == SafetensorsDType::I64) {
-      e.indices.data.resize(n / 8);
-      std::memcpy(e.indices.data.data(), data + r.begin, n);
-    } else {
-      std::memcpy(e.tensor.raw_data(), data + r.begin, n);
+  if (has_checksums) {
+    std::map<std::string, uint32_t> sums = parse_checksums(path, checksum_text);
+    for (const HeaderEntry& r : entries) {
+      const auto it = sums.find(r.name);
+      if (it == sums.end()) corrupt(path, "tensor '" + r.name + "' has no checksum in __metadata__ '" + kChecksumKey + "'");
+      const uint32_t actual = crc32c(data + r.begin, static_cast<size_t>(r.end - r.begin));
+      if (actual != it->second) {
+        corrupt(path, "tensor '" + r.name + "' fails its CRC-32C check (stored " + hex32(it->second) + ", computed " +
+                          hex32(actual) + "): its bytes were changed or moved after it was written");
+      }
+      sums.erase(it);
+    }
+    if (!sums.empty()) {
+      corrupt(path, "__metadata__ '" + std::string(kChecksumKey) + "' names tensor '" + sums.begin()->first +
+                        "', which the header does not have");
     }
   }
-  // Hand the entries back in data order, the order they were written in.
-  std::vector<SafetensorsEntry> ordered;
-  ordered.reserve(ranges.size());
-  for (const Range& r : ranges) ordered.push_back(std::move(file.entries[r.entry]));
-  file.entries = std::move(ordered);
+  file.checksummed = has_checksums;
+
+  // 3. Allocate and copy, in data order (the order the tensors were written in).
+  file.entries.reserve(entries.size());
+  for (const HeaderEntry& r : entries) {
+    SafetensorsEntry e;
+    e.name = r.name;
+    e.dtype = r.dtype;
+    const size_t n = static_cast<size_t>(r.end - r.begin);
+    if (e.dtype == SafetensorsDType::I64) {
+      e.indices.shape = Shape(r.dims);
+      e.indices.data.resize(n / 8);
+      if (n > 0) std::memcpy(e.indices.data.data(), data + r.begin, n);
+    } else {
+      e.tensor = Tensor(Shape(r.dims), e.dtype == SafetensorsDType::F32 ? DType::f32 : DType::f64, "load_safetensors");
+      if (n > 0) std::memcpy(e.tensor.raw_data(), data + r.begin, n);
+    }
+    file.entries.push_back(std::move(e));
+  }
   return file;
 }
 

@@ -11,15 +11,22 @@
 // with spaces so that the data section starts 8-byte aligned, lays the tensors out back to back
 // in the order given, and replaces the file atomically (train/atomic_file.h).
 //
-// The reader trusts nothing: it checks the header length against the file size, parses the JSON
-// strictly, and requires each entry's shape to match its byte range, the ranges to stay inside
-// the data section and to cover it exactly once without overlap. Every problem is a
-// std::runtime_error that starts with "safetensors '<path>': " and says what is wrong.
+// The writer also stores a CRC-32C of every tensor's bytes in __metadata__ under "crc32c" (one
+// JSON object, name -> 8 hex digits, as a string): other readers see one more metadata string,
+// ours verifies it, so a flipped bit or two swapped tensors of one size are reported by name.
+//
+// The reader trusts nothing: it reads regular files only, checks the header length against the
+// file size, parses the JSON strictly (linear in its size, duplicate keys refused), and requires
+// each entry's shape to match its byte range, the ranges to stay inside the data section and to
+// cover it exactly once without overlap, and every checksum (when there are any) to match, all
+// before it allocates a tensor. Every problem is a std::runtime_error that starts with
+// "safetensors '<path>': " and says what is wrong.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/indices.h"
@@ -43,7 +50,8 @@ struct SafetensorsEntry {
 
 struct SafetensorsFile {
   std::vector<SafetensorsEntry> entries;  // in data-section order
-  std::map<std::string, std::string> metadata;
+  std::map<std::string, std::string> metadata;  // without the reserved "crc32c" entry
+  bool checksummed = false;                     // set by the reader: the file carried checksums
 
   // Appends an entry. Throws std::invalid_argument for an empty, reserved ("__metadata__") or
   // repeated name, or an undefined tensor.
@@ -58,7 +66,12 @@ struct SafetensorsFile {
 // (the previous file at `path`, if any, is then unchanged).
 void save_safetensors(const std::string& path, const SafetensorsFile& file);
 
-// Reads and validates a whole file (see the list above).
+// Reads and validates a whole file (see the list above). Only a regular file is read (a FIFO,
+// a device or a directory is refused before any byte is read), and its size is known first.
 SafetensorsFile load_safetensors(const std::string& path);
+
+// The same checks on bytes already in memory; `name` stands for the path in messages. The whole
+// header is validated against `bytes.size()` before any tensor is allocated.
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& name);
 
 }  // namespace ag

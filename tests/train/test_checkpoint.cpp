@@ -158,7 +158,9 @@ BOOST_AUTO_TEST_CASE(file_holds_parameters_and_optimizer_state_by_name) {
                                                 "optimizer/encoder.bias/step", "optimizer/encoder.bias/exp_avg",
                                                 "optimizer/encoder.bias/exp_avg_sq"}));
   BOOST_TEST(f.find("optimizer/encoder.bias/step")->indices.data == std::vector<int64_t>{3});
-  BOOST_TEST(f.metadata.at("format_version") == "1");
+  BOOST_TEST(f.metadata.at("format_version") == "2");
+  BOOST_TEST(f.checksummed);
+  BOOST_TEST(f.metadata.at("optimizer_state_params") == "2");
   BOOST_TEST(f.metadata.at("rng_seed") == "123");
   BOOST_TEST(f.metadata.at("rng_step") == "45");
   BOOST_TEST(f.metadata.at("rng_call") == "6");
@@ -253,8 +255,8 @@ BOOST_AUTO_TEST_CASE(wrong_version) {
   TempDir dir;
   const std::string path = dir.file("version.safetensors");
   write_good_checkpoint(path);
-  rewrite(path, [](SafetensorsFile& f) { f.metadata["format_version"] = "2"; });
-  expect_load_error(path, {"format_version '2'", "not supported", "version 1"});
+  rewrite(path, [](SafetensorsFile& f) { f.metadata["format_version"] = "3"; });
+  expect_load_error(path, {"format_version '3'", "not supported", "versions 1 to 2"});
   rewrite(path, [](SafetensorsFile& f) {
     f.metadata.erase("format_version");
     f.metadata.erase("format");
@@ -286,7 +288,7 @@ BOOST_AUTO_TEST_CASE(optimizer_mismatches) {
       if (e.name == "optimizer/encoder.bias/exp_avg") e.tensor = zeros({5}, DType::f32);
     }
   });
-  expect_load_error(path, {"optimizer state does not fit", "'encoder.bias'", "exp_avg", "(5,)"});
+  expect_load_error(path, {"optimizer state is invalid", "'encoder.bias'", "exp_avg", "(5,)"});
   write_good_checkpoint(path);
   rewrite(path, [](SafetensorsFile& f) {
     std::erase_if(f.entries, [](const SafetensorsEntry& e) { return e.name == "optimizer/encoder.bias/step"; });
@@ -331,7 +333,17 @@ with open(path, "rb") as f:
 header = json.loads(blob[8:8 + n])
 data = blob[8 + n:]
 meta = header.pop("__metadata__")
-assert meta["format_version"] == "1", meta
+assert meta["format_version"] == "2", meta
+# Every tensor's CRC-32C, recomputed bit by bit here (the reflected Castagnoli polynomial).
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+sums = json.loads(meta["crc32c"])
+assert set(sums) == set(header), (sorted(sums), sorted(header))
 assert json.loads(meta["model"])["d_model"] == 4, meta
 dtypes = {"F32": "<f4", "F64": "<f8", "I64": "<i8"}
 end = 0
@@ -340,6 +352,7 @@ for key, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"]):
     assert begin == end, (key, begin, end)
     count = int(np.prod(info["shape"], dtype=np.int64))
     assert stop - begin == count * np.dtype(dtypes[info["dtype"]]).itemsize, key
+    assert int(sums[key], 16) == crc32c(data[begin:stop]), (key, sums[key])
     end = stop
 assert end == len(data), (end, len(data))
 info = header[name]
