@@ -19,6 +19,8 @@
 
 #include "core/rng.h"
 #include "examples/train_sequence_args.h"
+#include "train/memory.h"
+#include "train/outputs.h"
 #include "train/progress.h"
 #include "train/trainer.h"
 
@@ -32,14 +34,6 @@ Trainer* g_trainer = nullptr;
 extern "C" void on_interrupt(int) {
   std::signal(SIGINT, SIG_DFL);
   if (g_trainer != nullptr) g_trainer->request_stop();
-}
-
-void ensure_parent_directory(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (parent.empty()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(parent, ec);
-  if (ec) throw std::runtime_error("cannot create directory '" + parent.string() + "': " + ec.message());
 }
 
 // Tokens as one character each (0-9, then a-z) when the vocabulary allows, else numbers.
@@ -107,9 +101,17 @@ int run(const TrainSequenceArgs& args) {
   outputs.log_path = args.log_path.empty() ? run_dir + "/metrics.jsonl" : args.log_path;
   outputs.plot_path = args.plot_path.empty() ? run_dir + "/plot.svg" : args.plot_path;
   outputs.checkpoint_path = args.save_path;
-  for (const std::string& path : {outputs.log_path, outputs.plot_path, outputs.checkpoint_path}) {
-    if (!path.empty()) ensure_parent_directory(path);
-  }
+  // Before anything is built or trained: the outputs can be written and destroy nothing, and
+  // the model, its optimizer and its activations fit in memory.
+  prepare_outputs({{"--save", outputs.checkpoint_path, OutputKind::checkpoint},
+                   {"--log", outputs.log_path, OutputKind::metrics_log},
+                   {"--plot", outputs.plot_path, OutputKind::plot}},
+                  {.resume = args.resume_path, .overwrite = args.overwrite});
+  check_memory_fits(estimate_training_memory(model_options, task, trainer_options), available_memory_bytes(),
+                    args.resume_path.empty()
+                        ? "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer "
+                          "state) and by --batch, --length and --heads (activations)"
+                        : "the checkpoint's model and task settings are too large for this machine");
   std::ostringstream title;
   title << task_name(task.kind) << ": vocab " << task.vocab_size << ", length " << task.seq_len << ", d_model "
         << model_options.d_model << ", " << model_options.n_layers << " layers, " << optimizer_kind_name(trainer_options.optimizer)

@@ -8,6 +8,7 @@
 // each other) is a UsageError whose message names the flag; main() prints it and exits with 2.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -38,6 +39,7 @@ struct TrainSequenceArgs {
   std::string resume_path;
   std::string log_path;         // empty: runs/<task>/metrics.jsonl
   std::string plot_path;        // empty: runs/<task>/plot.svg
+  bool overwrite = false;       // replace an existing checkpoint or file of another run
   bool quiet = false;
   bool help = false;
   std::set<std::string> given;  // the flags on the command line, e.g. "--lr"
@@ -91,6 +93,7 @@ inline std::string train_sequence_usage(const std::string& program) {
      << "  --resume PATH      continue the run saved in PATH (model, task and optimizer come from it)\n"
      << "  --log PATH         metrics, one JSON line per evaluation (default runs/<task>/metrics.jsonl)\n"
      << "  --plot PATH        SVG plot of loss and accuracy (default runs/<task>/plot.svg)\n"
+     << "  --overwrite        let --save, --log and --plot replace files of another run\n"
      << "  --quiet            no progress output, only the summary\n"
      << "  --help, -h         this text\n";
   return os.str();
@@ -150,35 +153,38 @@ auto parse_choice(const std::string& flag, const std::string& text, Parse parse)
 inline TrainSequenceArgs parse_train_sequence_args(const std::vector<std::string>& argv) {
   using namespace detail;
   constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
+  using ML = SequenceModelLimits;
+  using TL = TaskLimits;
+  using RL = TrainerLimits;
   TrainSequenceArgs a;  // the option structs' defaults are the README run
 
   using Setter = std::function<void(const std::string& flag, const std::string& value)>;
   const std::map<std::string, Setter> with_value = {
       {"--task", [&](auto& f, auto& v) { a.task.kind = parse_choice(f, v, parse_task_kind); }},
       {"--shift-k", [&](auto& f, auto& v) { a.task.shift = parse_int_flag(f, v, 1, kBig); }},
-      {"--vocab", [&](auto& f, auto& v) { a.task.vocab_size = parse_int_flag(f, v, 2, 1 << 20); }},
-      {"--length", [&](auto& f, auto& v) { a.task.seq_len = parse_int_flag(f, v, 1, 4096); }},
-      {"--d-model", [&](auto& f, auto& v) { a.model.d_model = parse_int_flag(f, v, 1, 1 << 16); }},
-      {"--heads", [&](auto& f, auto& v) { a.model.n_head = parse_int_flag(f, v, 1, 1 << 16); }},
-      {"--d-ff", [&](auto& f, auto& v) { a.model.d_ff = parse_int_flag(f, v, 1, 1 << 20); }},
-      {"--layers", [&](auto& f, auto& v) { a.model.n_layers = parse_int_flag(f, v, 1, 1024); }},
+      {"--vocab", [&](auto& f, auto& v) { a.task.vocab_size = parse_int_flag(f, v, 2, TL::vocab_size); }},
+      {"--length", [&](auto& f, auto& v) { a.task.seq_len = parse_int_flag(f, v, 1, std::min(TL::seq_len, ML::max_len)); }},
+      {"--d-model", [&](auto& f, auto& v) { a.model.d_model = parse_int_flag(f, v, 1, ML::d_model); }},
+      {"--heads", [&](auto& f, auto& v) { a.model.n_head = parse_int_flag(f, v, 1, ML::n_head); }},
+      {"--d-ff", [&](auto& f, auto& v) { a.model.d_ff = parse_int_flag(f, v, 1, ML::d_ff); }},
+      {"--layers", [&](auto& f, auto& v) { a.model.n_layers = parse_int_flag(f, v, 1, ML::n_layers); }},
       {"--positional", [&](auto& f, auto& v) { a.model.positional = parse_choice(f, v, parse_positional_kind); }},
       {"--dropout", [&](auto& f, auto& v) { a.model.dropout = parse_real_flag(f, v, 0.0, 1.0, true); }},
       {"--optimizer", [&](auto& f, auto& v) { a.trainer.optimizer = parse_choice(f, v, parse_optimizer_kind); }},
-      {"--lr", [&](auto& f, auto& v) { a.trainer.lr = parse_real_flag(f, v, 0.0, 1e3); }},
-      {"--min-lr", [&](auto& f, auto& v) { a.trainer.min_lr = parse_real_flag(f, v, 0.0, 1e3); }},
-      {"--weight-decay", [&](auto& f, auto& v) { a.trainer.weight_decay = parse_real_flag(f, v, 0.0, 1e3); }},
+      {"--lr", [&](auto& f, auto& v) { a.trainer.lr = parse_real_flag(f, v, 0.0, RL::lr); }},
+      {"--min-lr", [&](auto& f, auto& v) { a.trainer.min_lr = parse_real_flag(f, v, 0.0, RL::lr); }},
+      {"--weight-decay", [&](auto& f, auto& v) { a.trainer.weight_decay = parse_real_flag(f, v, 0.0, RL::lr); }},
       {"--momentum", [&](auto& f, auto& v) { a.trainer.momentum = parse_real_flag(f, v, 0.0, 1.0, true); }},
       {"--warmup", [&](auto& f, auto& v) { a.trainer.warmup_steps = parse_int_flag(f, v, 0, kBig); }},
       {"--schedule", [&](auto& f, auto& v) { a.trainer.schedule = parse_choice(f, v, parse_lr_decay); }},
-      {"--clip", [&](auto& f, auto& v) { a.trainer.clip_norm = parse_real_flag(f, v, 0.0, 1e6); }},
+      {"--clip", [&](auto& f, auto& v) { a.trainer.clip_norm = parse_real_flag(f, v, 0.0, RL::clip_norm); }},
       {"--steps", [&](auto& f, auto& v) { a.trainer.steps = parse_int_flag(f, v, 1, kBig); }},
-      {"--batch", [&](auto& f, auto& v) { a.task.batch_size = parse_int_flag(f, v, 1, 1 << 16); }},
+      {"--batch", [&](auto& f, auto& v) { a.task.batch_size = parse_int_flag(f, v, 1, TL::batch_size); }},
       {"--eval-every", [&](auto& f, auto& v) { a.trainer.eval_every = parse_int_flag(f, v, 1, kBig); }},
-      {"--eval-sequences", [&](auto& f, auto& v) { a.trainer.eval_sequences = parse_int_flag(f, v, 1, 1 << 20); }},
+      {"--eval-sequences", [&](auto& f, auto& v) { a.trainer.eval_sequences = parse_int_flag(f, v, 1, RL::eval_sequences); }},
       {"--target-acc", [&](auto& f, auto& v) { a.trainer.target_seq_acc = parse_real_flag(f, v, 0.0, 1.0); }},
       {"--seed", [&](auto& f, auto& v) { a.seed = parse_u64_flag(f, v); }},
-      {"--threads", [&](auto& f, auto& v) { a.trainer.threads = static_cast<int>(parse_int_flag(f, v, 1, 256)); }},
+      {"--threads", [&](auto& f, auto& v) { a.trainer.threads = static_cast<int>(parse_int_flag(f, v, 1, RL::threads)); }},
       {"--save", [&](auto&, auto& v) { a.save_path = v; }},
       {"--resume", [&](auto&, auto& v) { a.resume_path = v; }},
       {"--log", [&](auto&, auto& v) { a.log_path = v; }},
@@ -188,6 +194,7 @@ inline TrainSequenceArgs parse_train_sequence_args(const std::vector<std::string
       {"--pre-norm", [&] { a.model.norm_first = true; }},
       {"--post-norm", [&] { a.model.norm_first = false; }},
       {"--quiet", [&] { a.quiet = true; }},
+      {"--overwrite", [&] { a.overwrite = true; }},
   };
 
   // Asking for help is never an error, whatever else the line holds.

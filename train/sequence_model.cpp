@@ -46,15 +46,19 @@ PositionalKind parse_positional_kind(const std::string& name) {
 
 void validate(const SequenceModelOptions& o) {
   const auto fail = [](const std::string& what) { throw std::invalid_argument("SequenceModel: " + what); };
-  const auto positive = [&](const char* key, int64_t v) {
-    if (v < 1) fail(std::string(key) + " must be >= 1, got " + std::to_string(v));
+  const auto in_range = [&](const char* key, int64_t v, int64_t low, int64_t high) {
+    if (v < low || v > high) {
+      fail(std::string(key) + " must lie in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " +
+           std::to_string(v));
+    }
   };
-  if (o.vocab < 2) fail("vocab must be >= 2, got " + std::to_string(o.vocab));
-  positive("max_len", o.max_len);
-  positive("d_model", o.d_model);
-  positive("n_head", o.n_head);
-  positive("d_ff", o.d_ff);
-  positive("n_layers", o.n_layers);
+  using L = SequenceModelLimits;
+  in_range("vocab", o.vocab, 2, L::vocab);
+  in_range("max_len", o.max_len, 1, L::max_len);
+  in_range("d_model", o.d_model, 1, L::d_model);
+  in_range("n_head", o.n_head, 1, L::n_head);
+  in_range("d_ff", o.d_ff, 1, L::d_ff);
+  in_range("n_layers", o.n_layers, 1, L::n_layers);
   if (o.d_model % o.n_head != 0) {
     fail("n_head " + std::to_string(o.n_head) + " does not divide d_model " + std::to_string(o.d_model));
   }

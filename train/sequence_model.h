@@ -47,7 +47,19 @@ struct SequenceModelOptions {
   PositionalKind positional = PositionalKind::learned;
 };
 
-// Throws std::invalid_argument naming the first bad option and its value.
+// Upper bounds of the options: the same for the command line and for a checkpoint's metadata,
+// so that no file can ask for a model the command line would refuse.
+struct SequenceModelLimits {
+  static constexpr int64_t vocab = int64_t{1} << 20;
+  static constexpr int64_t max_len = 4096;
+  static constexpr int64_t d_model = int64_t{1} << 16;
+  static constexpr int64_t n_head = int64_t{1} << 16;
+  static constexpr int64_t d_ff = int64_t{1} << 20;
+  static constexpr int64_t n_layers = 1024;
+};
+
+// Throws std::invalid_argument naming the first bad option and its value (every size must lie
+// in [1, SequenceModelLimits]).
 void validate(const SequenceModelOptions& options);
 
 // The options as a JSON object (checkpoint metadata) and back; parsing checks every field,

@@ -76,9 +76,15 @@ TaskKind parse_task_kind(const std::string& name) {
 SequenceTask::SequenceTask(const TaskOptions& options) : options_(options) {
   const TaskOptions& o = options;
   const std::string task = std::string("task ") + task_name(o.kind) + ": ";
-  if (o.vocab_size < 2) throw std::invalid_argument(task + "vocab_size must be >= 2, got " + std::to_string(o.vocab_size));
-  if (o.seq_len < 1) throw std::invalid_argument(task + "seq_len must be >= 1, got " + std::to_string(o.seq_len));
-  if (o.batch_size < 1) throw std::invalid_argument(task + "batch_size must be >= 1, got " + std::to_string(o.batch_size));
+  const auto in_range = [&](const char* key, int64_t v, int64_t low, int64_t high) {
+    if (v < low || v > high) {
+      throw std::invalid_argument(task + key + " must lie in [" + std::to_string(low) + ", " + std::to_string(high) +
+                                  "], got " + std::to_string(v));
+    }
+  };
+  in_range("vocab_size", o.vocab_size, 2, TaskLimits::vocab_size);
+  in_range("seq_len", o.seq_len, 1, TaskLimits::seq_len);
+  in_range("batch_size", o.batch_size, 1, TaskLimits::batch_size);
   if (o.kind == TaskKind::shift && (o.shift < 1 || o.shift >= o.seq_len)) {
     throw std::invalid_argument(task + "shift " + std::to_string(o.shift) + " is out of range [1, " +
                                 std::to_string(o.seq_len) + ") for seq_len " + std::to_string(o.seq_len) +

@@ -33,6 +33,13 @@ TaskKind parse_task_kind(const std::string& name);
 
 inline constexpr uint64_t kDefaultEvalSeed = 0x5EEDE7A1u;
 
+// Upper bounds shared by the command line and checkpoint metadata.
+struct TaskLimits {
+  static constexpr int64_t vocab_size = int64_t{1} << 20;
+  static constexpr int64_t seq_len = 4096;
+  static constexpr int64_t batch_size = int64_t{1} << 16;
+};
+
 struct TaskOptions {
   TaskKind kind = TaskKind::reverse;
   int64_t vocab_size = 16;  // >= 2

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include "train/checkpoint.h"
 #include "train/json.h"
 #include "train/losses.h"
+#include "train/memory.h"
 #include "train/plot.h"
 #include "train/progress.h"
 
@@ -78,10 +80,10 @@ class EvalModeGuard {
   bool was_training_;
 };
 
-// The first `rows` rows of a (B, T) batch.
-Indices first_rows(const Indices& x, int64_t rows) {
+// Rows [begin, begin + rows) of a (B, T) batch.
+Indices row_range(const Indices& x, int64_t begin, int64_t rows) {
   const int64_t t = x.shape[1];
-  return Indices(Shape{rows, t}, std::vector<int64_t>(x.data.begin(), x.data.begin() + rows * t));
+  return Indices(Shape{rows, t}, std::vector<int64_t>(x.data.begin() + begin * t, x.data.begin() + (begin + rows) * t));
 }
 
 const std::string& metadata_entry(const std::string& path, const CheckpointInfo& info, const char* key) {
@@ -113,13 +115,15 @@ struct LoopState {
   double window_loss_sum = 0;
   int64_t window_steps = 0;
   double elapsed_s = 0;
+  double first_loss = 0;  // the run's first training loss, the reference for divergence; 0 = none yet
 };
 
 std::string loop_state_to_json(const LoopState& s) {
   return Json::object({{"step", Json(s.step)},
                        {"window_loss_sum", Json(s.window_loss_sum)},
                        {"window_steps", Json(s.window_steps)},
-                       {"elapsed_s", Json(s.elapsed_s)}})
+                       {"elapsed_s", Json(s.elapsed_s)},
+                       {"first_loss", Json(s.first_loss)}})
       .dump();
 }
 
@@ -130,14 +134,63 @@ LoopState loop_state_from_json(const std::string& text) {
   s.window_loss_sum = j.at("window_loss_sum").as_double();
   s.window_steps = j.at("window_steps").as_int();
   s.elapsed_s = j.at("elapsed_s").as_double();
-  if (s.step < 0 || s.window_steps < 0 || s.window_steps > s.step) {
+  if (const Json* first = j.find("first_loss")) s.first_loss = first->as_double();  // absent before it was saved
+  if (!(s.first_loss >= 0 && std::isfinite(s.first_loss))) {
+    throw std::invalid_argument("first_loss " + number(s.first_loss) + " is not a finite loss");
+  }
+  if (s.step < 0 || s.step > TrainerLimits::steps || s.window_steps < 0 || s.window_steps > s.step) {
     throw std::invalid_argument("step " + std::to_string(s.step) + " and window_steps " +
-                                std::to_string(s.window_steps) + " are inconsistent");
+                                std::to_string(s.window_steps) + " are inconsistent (need 0 <= window_steps <= step <= " +
+                                std::to_string(TrainerLimits::steps) + ")");
+  }
+  if (!(s.elapsed_s >= 0 && s.elapsed_s < 1e10)) {
+    throw std::invalid_argument("elapsed_s " + number(s.elapsed_s) + " is not a duration in seconds");
+  }
+  if (!(s.window_loss_sum >= 0 && std::isfinite(s.window_loss_sum))) {
+    throw std::invalid_argument("window_loss_sum " + number(s.window_loss_sum) + " is not a finite sum of losses");
   }
   return s;
 }
 
+// The loop's step against the run's own budget and the data position: a checkpoint cannot be
+// further along than its budget allows.
+void check_loop_step(const std::string& path, const LoopState& loop, const TrainerOptions& trainer,
+                     const CheckpointInfo& info) {
+  if (static_cast<uint64_t>(loop.step) != info.data_position) {
+    throw std::runtime_error("checkpoint '" + path + "': loop step " + std::to_string(loop.step) +
+                             " differs from data_position " + std::to_string(info.data_position));
+  }
+  if (loop.step > trainer.steps) {
+    throw std::runtime_error("checkpoint '" + path + "': loop step " + std::to_string(loop.step) +
+                             " is past the run's step budget of " + std::to_string(trainer.steps));
+  }
+}
+
 }  // namespace
+
+double Trainer::divergence_limit() const {
+  const double uniform = std::log(static_cast<double>(task_.options().vocab_size));
+  return kDivergenceFactor * std::max(first_loss_, uniform);
+}
+
+void Trainer::diverged(int64_t update, const std::string& what, double grad_norm, double lr) const {
+  std::ostringstream os;
+  os << "training diverged at update " << update << ": " << what;
+  if (!std::isnan(grad_norm)) os << ", gradient norm " << grad_norm;
+  os << ", learning rate " << lr << ". Likely causes: a learning rate too high for this model (lr " << options_.lr
+     << "), too short a warm-up (warmup_steps " << options_.warmup_steps << "), "
+     << (options_.clip_norm > 0 ? "a clipping norm too large (clip_norm " + number(options_.clip_norm) + ")"
+                                : std::string("no gradient clipping (clip_norm 0)"))
+     << ". This update was not applied; ";
+  if (outputs_.checkpoint_path.empty()) {
+    os << "no checkpoint is written by this run";
+  } else if (last_saved_step_ >= 0) {
+    os << "the checkpoint '" << outputs_.checkpoint_path << "' keeps step " << last_saved_step_ << ", the last good state";
+  } else {
+    os << "no checkpoint was saved before it";
+  }
+  throw TrainingDiverged("Trainer: " + os.str());
+}
 
 const char* optimizer_kind_name(OptimizerKind kind) {
   switch (kind) {
@@ -157,25 +210,36 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
 
 void validate(const TrainerOptions& o) {
   const auto fail = [](const std::string& what) { throw std::invalid_argument("Trainer: " + what); };
-  if (!(std::isfinite(o.lr) && o.lr > 0)) fail("lr must be positive and finite, got " + number(o.lr));
+  using L = TrainerLimits;
+  if (!(o.lr > 0 && o.lr <= L::lr)) fail("lr must lie in (0, " + number(L::lr) + "], got " + number(o.lr));
   if (!(o.min_lr >= 0 && o.min_lr <= o.lr)) fail("min_lr must lie in [0, lr=" + number(o.lr) + "], got " + number(o.min_lr));
-  if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0)) {
-    fail("weight_decay must be >= 0 and finite, got " + number(o.weight_decay));
+  if (!(o.weight_decay >= 0 && o.weight_decay <= L::lr)) {
+    fail("weight_decay must lie in [0, " + number(L::lr) + "], got " + number(o.weight_decay));
   }
   if (!(o.momentum >= 0 && o.momentum < 1)) fail("momentum must lie in [0, 1), got " + number(o.momentum));
-  if (o.steps < 1) fail("steps must be >= 1, got " + std::to_string(o.steps));
-  if (o.warmup_steps < 0) fail("warmup_steps must be >= 0, got " + std::to_string(o.warmup_steps));
+  if (o.steps < 1 || o.steps > L::steps) {
+    fail("steps must lie in [1, " + std::to_string(L::steps) + "], got " + std::to_string(o.steps));
+  }
+  if (o.warmup_steps < 0 || o.warmup_steps > L::steps) {
+    fail("warmup_steps must lie in [0, " + std::to_string(L::steps) + "], got " + std::to_string(o.warmup_steps));
+  }
   if (o.schedule != LrDecay::constant && o.warmup_steps >= o.steps) {
     fail("warmup_steps " + std::to_string(o.warmup_steps) + " must be below steps " + std::to_string(o.steps) +
          " for a " + lr_decay_name(o.schedule) + " decay");
   }
-  if (!(std::isfinite(o.clip_norm) && o.clip_norm >= 0)) {
-    fail("clip_norm must be >= 0 and finite (0 turns clipping off), got " + number(o.clip_norm));
+  if (!(o.clip_norm >= 0 && o.clip_norm <= L::clip_norm)) {
+    fail("clip_norm must lie in [0, " + number(L::clip_norm) + "] (0 turns clipping off), got " + number(o.clip_norm));
   }
-  if (o.eval_every < 1) fail("eval_every must be >= 1, got " + std::to_string(o.eval_every));
-  if (o.eval_sequences < 1) fail("eval_sequences must be >= 1, got " + std::to_string(o.eval_sequences));
+  if (o.eval_every < 1 || o.eval_every > L::steps) {
+    fail("eval_every must lie in [1, " + std::to_string(L::steps) + "], got " + std::to_string(o.eval_every));
+  }
+  if (o.eval_sequences < 1 || o.eval_sequences > L::eval_sequences) {
+    fail("eval_sequences must lie in [1, " + std::to_string(L::eval_sequences) + "], got " + std::to_string(o.eval_sequences));
+  }
   if (!(o.target_seq_acc > 0)) fail("target_seq_acc must be > 0 (above 1 never stops early), got " + number(o.target_seq_acc));
-  if (o.threads < 1) fail("threads must be >= 1, got " + std::to_string(o.threads));
+  if (o.threads < 1 || o.threads > L::threads) {
+    fail("threads must lie in [1, " + std::to_string(L::threads) + "], got " + std::to_string(o.threads));
+  }
   LrSchedule check(schedule_options(o));  // the schedule's own checks
 }
 
@@ -239,6 +303,7 @@ Trainer::Trainer(SequenceModel& model, const TaskOptions& task, const TrainerOpt
     throw std::logic_error("Trainer: plot_path '" + outputs_.plot_path + "' needs a log_path (the plot draws the log's rows)");
   }
   optimizer_ = make_optimizer(params_, options_);
+  eval_rows_ = eval_rows_for(m, task, eval_task_.options().batch_size);
   set_num_threads(options_.threads);
 }
 
@@ -255,12 +320,17 @@ StepResult Trainer::train_step() {
   StepResult r;
   r.loss = loss.item();
   r.lr = schedule_.at(step_);
-  if (!std::isfinite(r.loss)) {
-    throw std::runtime_error("Trainer: the loss of update " + std::to_string(update) + " is " + number(r.loss) +
-                             " at learning rate " + number(r.lr) + ": training diverged (try a lower lr or clip_norm)");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  if (!std::isfinite(r.loss)) diverged(update, "the loss is " + number(r.loss), nan, r.lr);
+  if (first_loss_ == 0) first_loss_ = r.loss;
+  if (r.loss > divergence_limit()) {
+    diverged(update, "the loss " + number(r.loss) + " is more than " + number(kDivergenceFactor) +
+                         " times the run's starting loss " + number(divergence_limit() / kDivergenceFactor),
+             nan, r.lr);
   }
   loss.backward();
   r.grad_norm = options_.clip_norm > 0 ? clip_grad_norm(params_, options_.clip_norm) : grad_norm(params_);
+  if (!std::isfinite(r.grad_norm)) diverged(update, "the gradient norm is " + number(r.grad_norm), nan, r.lr);
   optimizer_->set_lr(r.lr);
   optimizer_->step();
   step_ = update;
@@ -273,13 +343,17 @@ SequenceMetrics Trainer::evaluate() {
   SequenceMetrics total;
   int64_t remaining = options_.eval_sequences;
   for (uint64_t i = 0; remaining > 0; ++i) {
-    Batch batch = eval_task_.eval_batch(i);
+    const Batch batch = eval_task_.eval_batch(i);
     const int64_t rows = std::min(remaining, batch.inputs.shape[0]);
-    if (rows < batch.inputs.shape[0]) {
-      batch.inputs = first_rows(batch.inputs, rows);
-      batch.targets = first_rows(batch.targets, rows);
+    // The held-out set is generated in fixed batches; the model sees them in chunks of
+    // eval_rows_, sized so that long sequences do not multiply evaluation memory.
+    for (int64_t begin = 0; begin < rows; begin += eval_rows_) {
+      const int64_t n = std::min(eval_rows_, rows - begin);
+      const bool whole = begin == 0 && n == batch.inputs.shape[0];
+      const Indices inputs = whole ? batch.inputs : row_range(batch.inputs, begin, n);
+      const Indices targets = whole ? batch.targets : row_range(batch.targets, begin, n);
+      total += sequence_metrics(model_(inputs).value(), targets);
     }
-    total += sequence_metrics(model_(batch.inputs).value(), batch.targets);
     remaining -= rows;
   }
   return total;
@@ -325,6 +399,13 @@ TrainSummary Trainer::run() {
   const auto record = [&](const StepResult* last, double tokens_per_s) {
     summary.eval = evaluate();
     have_eval = true;
+    // Parameters that make the held-out loss explode are not saved over the last good ones.
+    const double eval_loss = summary.eval.loss();
+    if (last != nullptr && !(eval_loss <= divergence_limit())) {
+      diverged(step_, "the held-out loss after it is " + number(eval_loss) + " (the limit is " +
+                          number(divergence_limit()) + ")",
+               last->grad_norm, last->lr);
+    }
     MetricsRow row;
     row.step = step_;
     if (window_steps_ > 0) row.train_loss = window_loss_sum_ / static_cast<double>(window_steps_);
@@ -343,7 +424,10 @@ TrainSummary Trainer::run() {
       log->append(row);
       if (!outputs_.plot_path.empty()) write_metrics_plot(outputs_.plot_path, log->rows(), {.title = outputs_.plot_title});
     }
-    if (last != nullptr && !outputs_.checkpoint_path.empty()) save_checkpoint(outputs_.checkpoint_path);
+    if (last != nullptr && !outputs_.checkpoint_path.empty()) {
+      save_checkpoint(outputs_.checkpoint_path);
+      last_saved_step_ = step_;
+    }
     info.token_acc = row.token_acc;
     info.seq_acc = row.seq_acc;
     if (display && outputs_.interactive) {
@@ -381,6 +465,7 @@ TrainSummary Trainer::run() {
       summary.reached_target = record(&r, tokens_per_s).seq_acc >= options_.target_seq_acc;
     } else if (stop && !outputs_.checkpoint_path.empty()) {
       save_checkpoint(outputs_.checkpoint_path);
+      last_saved_step_ = step_;
     }
     if (display) {
       info.step = step_;
@@ -407,6 +492,7 @@ std::map<std::string, std::string> Trainer::metadata() const {
   loop.window_loss_sum = window_loss_sum_;
   loop.window_steps = window_steps_;
   loop.elapsed_s = elapsed_s();
+  loop.first_loss = first_loss_;
   return {{"model", sequence_model_options_to_json(model_.options())},
           {"task", task_options_to_json(task_.options())},
           {"trainer", trainer_options_to_json(options_)},
@@ -423,11 +509,9 @@ CheckpointConfig read_checkpoint_config(const std::string& path) {
   c.model = parse_entry(path, info, "model", sequence_model_options_from_json);
   c.task = parse_entry(path, info, "task", task_options_from_json);
   c.trainer = parse_entry(path, info, "trainer", [](const std::string& s) { return trainer_options_from_json(s); });
-  c.step = parse_entry(path, info, "loop", loop_state_from_json).step;
-  if (static_cast<uint64_t>(c.step) != info.data_position) {
-    throw std::runtime_error("checkpoint '" + path + "': loop step " + std::to_string(c.step) +
-                             " differs from data_position " + std::to_string(info.data_position));
-  }
+  const LoopState loop = parse_entry(path, info, "loop", loop_state_from_json);
+  check_loop_step(path, loop, c.trainer, info);
+  c.step = loop.step;
   return c;
 }
 
@@ -450,10 +534,7 @@ void Trainer::resume(const std::string& path) {
                                                    [](const std::string& s) { return trainer_options_from_json(s); })),
                trainer_options_to_json(options_));
   const LoopState loop = parse_entry(path, info, "loop", loop_state_from_json);
-  if (static_cast<uint64_t>(loop.step) != info.data_position) {
-    throw std::runtime_error("checkpoint '" + path + "': loop step " + std::to_string(loop.step) +
-                             " differs from data_position " + std::to_string(info.data_position));
-  }
+  check_loop_step(path, loop, options_, info);
 
   const CheckpointInfo loaded = load_checkpoint(path, params_, *optimizer_);
   default_generator().set_state(loaded.rng_state);
@@ -461,6 +542,8 @@ void Trainer::resume(const std::string& path) {
   window_loss_sum_ = loop.window_loss_sum;
   window_steps_ = loop.window_steps;
   elapsed_before_s_ = loop.elapsed_s;
+  first_loss_ = loop.first_loss;
+  last_saved_step_ = step_;
   resumed_ = true;
 }
 

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 
 #include "core/indices.h"
@@ -65,6 +66,15 @@ struct TrainerOptions {
   int threads = 1;               // ag::set_num_threads at construction
 };
 
+// Upper bounds shared by the command line and checkpoint metadata.
+struct TrainerLimits {
+  static constexpr int64_t steps = int64_t{1} << 31;  // also bounds warmup_steps and eval_every
+  static constexpr double lr = 1e3;                   // also bounds min_lr and weight_decay
+  static constexpr double clip_norm = 1e6;
+  static constexpr int64_t eval_sequences = int64_t{1} << 20;
+  static constexpr int threads = 256;
+};
+
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const TrainerOptions& options);
 
@@ -83,6 +93,15 @@ struct TrainerOutputs {
   std::string plot_title = "training run";
   std::function<void(int64_t step, double loss)> on_step;  // after every update, e.g. to record losses
 };
+
+// A run whose loss or gradient stopped being usable: a non-finite loss or gradient norm, or a
+// loss above kDivergenceFactor times the run's starting loss (the first update's loss, or ln V
+// if that is larger). Thrown before the update is applied and before such parameters are saved.
+class TrainingDiverged : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+inline constexpr double kDivergenceFactor = 10;
 
 struct StepResult {
   double loss = 0;       // of the batch, before the update
@@ -110,8 +129,9 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // One update on the next training batch. A non-finite loss throws std::runtime_error (naming
-  // the step and the learning rate) before anything changes.
+  // One update on the next training batch. A diverged step (see TrainingDiverged) throws,
+  // naming the update, the loss, the gradient norm, the learning rate and the likely causes,
+  // before the parameters change.
   StepResult train_step();
   // Held-out metrics, in eval mode and without a graph; the model's mode is restored.
   SequenceMetrics evaluate();
@@ -139,10 +159,13 @@ class Trainer {
  private:
   std::map<std::string, std::string> metadata() const;
   double elapsed_s() const;
+  double divergence_limit() const;
+  [[noreturn]] void diverged(int64_t update, const std::string& what, double grad_norm, double lr) const;
 
   SequenceModel& model_;
   SequenceTask task_;
   SequenceTask eval_task_;  // the task with the evaluation batch size
+  int64_t eval_rows_ = 1;   // held-out rows per forward pass (train/memory.h)
   TrainerOptions options_;
   TrainerOutputs outputs_;
   NamedVariables params_;
@@ -154,6 +177,8 @@ class Trainer {
   double window_loss_sum_ = 0;
   int64_t window_steps_ = 0;
   double elapsed_before_s_ = 0;
+  double first_loss_ = 0;          // the run's first training loss (0 before the first update)
+  int64_t last_saved_step_ = -1;   // the step in the checkpoint file, -1 before the first save
   bool running_ = false;  // inside run(): elapsed_s() adds the time since run_start_
   std::chrono::steady_clock::time_point run_start_;
   std::atomic<bool> stop_requested_{false};

@@ -79,7 +79,7 @@ BOOST_AUTO_TEST_CASE(tokens_are_spread_over_the_vocabulary) {
 }
 
 BOOST_AUTO_TEST_CASE(invalid_options_are_named) {
-  AG_CHECK_THROWS_WITH(SequenceTask({.vocab_size = 1}), std::invalid_argument, "vocab_size", ">= 2", "got 1");
+  AG_CHECK_THROWS_WITH(SequenceTask({.vocab_size = 1}), std::invalid_argument, "vocab_size", "[2, ", "got 1");
   AG_CHECK_THROWS_WITH(SequenceTask({.seq_len = 0}), std::invalid_argument, "seq_len", "got 0");
   AG_CHECK_THROWS_WITH(SequenceTask({.batch_size = -3}), std::invalid_argument, "batch_size", "-3");
   AG_CHECK_THROWS_WITH(SequenceTask({.kind = TaskKind::shift, .seq_len = 6, .shift = 0}), std::invalid_argument,

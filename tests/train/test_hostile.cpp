@@ -1,0 +1,495 @@
+// What a hostile or clumsy user can hand the loaders and the trainer: special files, huge or
+// duplicated header keys, headers that promise more than the file holds, flipped or moved bytes,
+// impossible values and counters, settings beyond the command line's limits, runs that diverge,
+// outputs that would destroy other files. Each case is refused with a message that names the
+// file (or option) and what is wrong, and changes nothing.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "autograd/grad_mode.h"
+#include "support.h"
+#include "train/atomic_file.h"
+#include "train/checkpoint.h"
+#include "train/crc32c.h"
+#include "train/json.h"
+#include "train/memory.h"
+#include "train/outputs.h"
+#include "train/safetensors.h"
+#include "train/trainer.h"
+#include "train_support.h"
+
+namespace ag::testing {
+namespace {
+
+std::string craft(const std::string& header, const std::string& data = {}) {
+  std::string bytes(8, '\0');
+  const uint64_t n = header.size();
+  std::memcpy(bytes.data(), &n, 8);
+  return bytes + header + data;
+}
+
+// The message of the std::runtime_error that `load` throws (empty if it does not throw).
+template <typename Load>
+std::string error_of(Load load) {
+  try {
+    load();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return {};
+}
+
+#define AG_CHECK_MESSAGE_HAS(message, ...)                                                           \
+  do {                                                                                               \
+    const std::string ag_m = (message);                                                              \
+    BOOST_TEST(!ag_m.empty(), "no error was raised");                                                \
+    for (const char* ag_part : {__VA_ARGS__}) {                                                      \
+      BOOST_TEST(ag_m.find(ag_part) != std::string::npos, "'" << ag_m << "' lacks '" << ag_part << "'"); \
+    }                                                                                                \
+  } while (0)
+
+TaskOptions tiny_task() { return {.kind = TaskKind::reverse, .vocab_size = 6, .seq_len = 6, .batch_size = 8, .seed = 5}; }
+SequenceModelOptions tiny_model() {
+  return {.vocab = 6, .max_len = 6, .d_model = 8, .n_head = 2, .d_ff = 16, .n_layers = 1};
+}
+TrainerOptions tiny_trainer(int64_t steps) {
+  return {.lr = 3e-3, .warmup_steps = 1, .steps = steps, .eval_every = 5, .eval_sequences = 16, .target_seq_acc = 2.0};
+}
+
+// A real checkpoint of a Trainer after `steps` updates.
+void write_run_checkpoint(const std::string& path, int64_t steps = 3, int64_t budget = 20) {
+  manual_seed(7);
+  SequenceModel model(tiny_model());
+  Trainer trainer(model, tiny_task(), tiny_trainer(budget));
+  for (int64_t i = 0; i < steps; ++i) trainer.train_step();
+  trainer.save_checkpoint(path);
+}
+
+void edit_checkpoint(const std::string& path, const std::function<void(SafetensorsFile&)>& edit) {
+  SafetensorsFile f = load_safetensors(path);
+  edit(f);
+  save_safetensors(path, f);
+}
+
+// Resumes `path` into a fresh trainer built from the file's own configuration.
+void resume_from(const std::string& path) {
+  const CheckpointConfig c = read_checkpoint_config(path);
+  SequenceModel model(c.model);
+  Trainer trainer(model, c.task, c.trainer);
+  trainer.resume(path);
+}
+
+SafetensorsEntry& entry(SafetensorsFile& f, const std::string& name) {
+  for (SafetensorsEntry& e : f.entries) {
+    if (e.name == name) return e;
+  }
+  throw std::logic_error("no entry " + name);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(hostile_files)
+
+BOOST_AUTO_TEST_CASE(crc32c_matches_the_standard_check_value) {
+  BOOST_TEST(crc32c("123456789", 9) == 0xE3069283u);
+  BOOST_TEST(crc32c("", 0) == 0u);
+  // Continuing over a second block equals one pass over both.
+  const std::string text = "attograd checkpoints are checked tensor by tensor";
+  BOOST_TEST(crc32c(text.data() + 11, text.size() - 11, crc32c(text.data(), 11)) == crc32c(text.data(), text.size()));
+}
+
+BOOST_AUTO_TEST_CASE(special_files_are_refused_without_blocking) {
+  TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  BOOST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Opening a FIFO with no writer would block forever; the reader must not even wait.
+  AG_CHECK_MESSAGE_HAS(error_of([&] { load_safetensors(fifo); }), "pipe", "FIFO", "not a regular file");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { load_safetensors("/dev/zero"); }), "/dev/zero", "character device");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { load_safetensors(dir.path()); }), "directory");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(fifo); }), "FIFO");
+}
+
+BOOST_AUTO_TEST_CASE(a_header_with_many_keys_parses_and_a_late_duplicate_is_found) {
+  // 300,000 metadata keys (a few MB of header): a quadratic duplicate check needs minutes here.
+  std::string meta = "{";
+  for (int i = 0; i < 300000; ++i) meta += "\"k" + std::to_string(i) + "\":\"v\",";
+  const std::string good = craft("{\"__metadata__\":" + meta + "\"last\":\"v\"}}");
+  TempDir dir;
+  spit(dir.file("many.safetensors"), good);
+  BOOST_TEST(load_safetensors(dir.file("many.safetensors")).metadata.size() == 300001u);
+  spit(dir.file("dup.safetensors"), craft("{\"__metadata__\":" + meta + "\"k299999\":\"v\"}}"));
+  AG_CHECK_MESSAGE_HAS(error_of([&] { load_safetensors(dir.file("dup.safetensors")); }), "duplicate key", "k299999");
+}
+
+BOOST_AUTO_TEST_CASE(a_header_that_claims_a_huge_tensor_is_refused_before_allocating) {
+  // 2^40 floats (4 TiB) claimed by a file of a few hundred bytes: an allocation first would
+  // throw a bare std::bad_alloc (or take the machine's memory).
+  const std::string header = R"({"w":{"dtype":"F32","shape":[1099511627776],"data_offsets":[0,4398046511104]}})";
+  const std::string bytes = craft(header, std::string(64, '\0'));
+  std::string message;
+  try {
+    parse_safetensors(bytes, "huge.safetensors");
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }  // a std::bad_alloc escapes and fails the test
+  AG_CHECK_MESSAGE_HAS(message, "huge.safetensors", "'w'", "data truncated", "4398046511104");
+}
+
+BOOST_AUTO_TEST_CASE(a_flipped_bit_is_reported_with_the_tensor_name) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  write_run_checkpoint(path);
+  std::string bytes = slurp(path);
+  // The last byte of the file belongs to the last tensor of the data section.
+  bytes.back() = static_cast<char>(bytes.back() ^ 0x10);
+  spit(path, bytes);
+  const SafetensorsFile untouched = parse_safetensors(craft("{}"), "empty");
+  BOOST_TEST(untouched.entries.empty());
+  AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), path.c_str(), "CRC-32C", "optimizer/");
+}
+
+BOOST_AUTO_TEST_CASE(two_same_size_tensors_with_swapped_offsets_are_caught) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  write_run_checkpoint(path);
+  std::string bytes = slurp(path);
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  Json header = Json::parse(std::string_view(bytes).substr(8, n));
+  // Swap the byte ranges of the two LayerNorm weights of the block (same shape): the header
+  // stays valid, only the checksums can tell.
+  const std::string a = "encoder.blocks.0.norm1.weight", b = "encoder.blocks.0.norm2.weight";
+  BOOST_REQUIRE(header.contains(a) && header.contains(b));
+  Json::Object members = header.as_object();
+  Json* ja = nullptr;
+  Json* jb = nullptr;
+  for (auto& [k, v] : members) {
+    if (k == a) ja = &v;
+    if (k == b) jb = &v;
+  }
+  Json offsets_a = ja->at("data_offsets"), offsets_b = jb->at("data_offsets");
+  ja->set("data_offsets", offsets_b);
+  jb->set("data_offsets", offsets_a);
+  std::string text = Json::object(std::move(members)).dump();
+  text.resize(n, ' ');  // same length as before: the data section does not move
+  BOOST_REQUIRE(text.size() == n);
+  spit(path, bytes.substr(0, 8) + text + bytes.substr(8 + n));
+  AG_CHECK_MESSAGE_HAS(error_of([&] { load_safetensors(path); }), "CRC-32C", "norm");
+}
+
+BOOST_AUTO_TEST_CASE(the_checksum_key_is_reserved_and_version_two_needs_checksums) {
+  SafetensorsFile f;
+  f.add("x", zeros({2}));
+  f.metadata["crc32c"] = "{}";
+  TempDir dir;
+  AG_CHECK_THROWS_WITH(save_safetensors(dir.file("x.safetensors"), f), std::invalid_argument, "crc32c", "writer");
+
+  // A version 2 checkpoint whose checksums were stripped (by a tool that rewrote the header).
+  const std::string path = dir.file("ck.safetensors");
+  write_run_checkpoint(path);
+  std::string bytes = slurp(path);
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  Json header = Json::parse(std::string_view(bytes).substr(8, n));
+  Json::Object members = header.as_object();
+  Json::Object meta;
+  for (const auto& [k, v] : members.front().second.as_object()) {
+    if (k != "crc32c") meta.emplace_back(k, v);
+  }
+  members.front().second = Json::object(std::move(meta));
+  std::string text = Json::object(std::move(members)).dump();
+  text.resize(n, ' ');
+  spit(path, bytes.substr(0, 8) + text + bytes.substr(8 + n));
+  AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), path.c_str(), "no 'crc32c'", "version 2");
+}
+
+BOOST_AUTO_TEST_CASE(a_version_one_checkpoint_still_loads) {
+  TempDir dir;
+  const std::string path = dir.file("v1.safetensors");
+  write_run_checkpoint(path);
+  edit_checkpoint(path, [](SafetensorsFile& f) {
+    f.metadata["format_version"] = "1";
+    f.metadata.erase("optimizer_state_params");
+  });
+  resume_from(path);  // throws if version 1 were refused
+  BOOST_TEST(read_checkpoint_info(path).format_version == 1);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(checkpoint_values)
+
+BOOST_AUTO_TEST_CASE(non_finite_and_absurd_weights_are_named_with_their_index) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity(), 1e30}) {
+    write_run_checkpoint(path);
+    edit_checkpoint(path, [&](SafetensorsFile& f) { entry(f, "head.weight").tensor.set({2, 3}, bad); });
+    AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), path.c_str(), "'head.weight'", "(2, 3)");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(bad_adam_state_is_refused) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  const std::string sq = "optimizer/head.bias/exp_avg_sq";
+  for (const double bad : {-1.0, std::nan("")}) {
+    write_run_checkpoint(path);
+    edit_checkpoint(path, [&](SafetensorsFile& f) { entry(f, sq).tensor.set({4}, bad); });
+    AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), path.c_str(), "'head.bias'", "exp_avg_sq", "(4,)");
+  }
+  // A step count that would overflow on the next update.
+  write_run_checkpoint(path);
+  edit_checkpoint(path, [](SafetensorsFile& f) {
+    entry(f, "optimizer/head.bias/step").indices.data[0] = std::numeric_limits<int64_t>::max();
+  });
+  AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), "'head.bias'", "step 9223372036854775807", "outside");
+}
+
+BOOST_AUTO_TEST_CASE(a_checkpoint_stripped_of_its_optimizer_state_is_refused) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  write_run_checkpoint(path);
+  edit_checkpoint(path, [](SafetensorsFile& f) {
+    std::erase_if(f.entries, [](const SafetensorsEntry& e) { return e.name.rfind("optimizer/", 0) == 0; });
+  });
+  AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), path.c_str(), "optimizer state", "holds state for 0");
+}
+
+BOOST_AUTO_TEST_CASE(settings_beyond_the_command_line_limits_are_refused_before_building) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  const auto with_model = [&](const std::string& key, int64_t value) {
+    write_run_checkpoint(path);
+    edit_checkpoint(path, [&](SafetensorsFile& f) {
+      Json model = Json::parse(f.metadata.at("model"));
+      model.set(key, Json(value));
+      f.metadata["model"] = model.dump();
+    });
+  };
+  with_model("d_model", 100000);
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "d_model", "100000");
+  with_model("vocab", int64_t{1} << 62);  // once a heap overflow: a 2^62-element bias on 64 bytes
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "vocab", "4611686018427387904");
+}
+
+BOOST_AUTO_TEST_CASE(counters_are_range_checked) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  const auto with_loop = [&](const std::string& key, Json value) {
+    write_run_checkpoint(path, 3, 20);
+    edit_checkpoint(path, [&](SafetensorsFile& f) {
+      Json loop = Json::parse(f.metadata.at("loop"));
+      loop.set(key, value);
+      f.metadata["loop"] = loop.dump();
+    });
+  };
+  with_loop("elapsed_s", Json(-5.0));
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "elapsed_s", "-5");
+  with_loop("step", Json(int64_t{1000000000000}));
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "1000000000000");
+
+  // A budget below the saved step.
+  write_run_checkpoint(path, 3, 20);
+  edit_checkpoint(path, [&](SafetensorsFile& f) {
+    Json trainer = Json::parse(f.metadata.at("trainer"));
+    trainer.set("steps", Json(2));
+    trainer.set("warmup_steps", Json(1));
+    f.metadata["trainer"] = trainer.dump();
+  });
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "loop step 3", "budget of 2");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(run_guards)
+
+BOOST_AUTO_TEST_CASE(a_diverging_run_stops_early_and_keeps_its_last_good_checkpoint) {
+  TempDir dir;
+  const std::string path = dir.file("run.safetensors");
+  manual_seed(3);
+  SequenceModel model(tiny_model());
+  TrainerOptions o = tiny_trainer(50);
+  o.lr = 1000;
+  o.warmup_steps = 0;
+  o.eval_every = 1;
+  int64_t steps_done = 0;
+  TrainerOutputs outputs;
+  outputs.checkpoint_path = path;
+  outputs.on_step = [&](int64_t step, double) { steps_done = step; };
+  Trainer trainer(model, tiny_task(), o, outputs);
+  std::string message;
+  try {
+    trainer.run();
+  } catch (const TrainingDiverged& e) {
+    message = e.what();
+  }
+  AG_CHECK_MESSAGE_HAS(message, "diverged at update", "learning rate", "lr 1000", "warmup_steps 0");
+  BOOST_TEST(steps_done < 50, "the run went on to its budget");
+  // Whatever was saved is a healthy state: finite, within bounds, loadable.
+  if (::access(path.c_str(), F_OK) == 0) {
+    AG_CHECK_MESSAGE_HAS(message, "keeps step");
+    resume_from(path);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(out_of_memory_is_a_message_naming_the_sizes) {
+  SequenceModelOptions m = tiny_model();
+  m.d_model = 65536;
+  m.n_head = 4;
+  const MemoryEstimate need = estimate_training_memory(m, tiny_task(), tiny_trainer(10));
+  AG_CHECK_THROWS_WITH(check_memory_fits(need, 24.0 * (1 << 30), "reduce d_model"), std::invalid_argument,
+                       "GiB", "parameters", "optimizer state", "activations", "24.0 GiB", "reduce d_model");
+  // A tiny run fits.
+  check_memory_fits(estimate_training_memory(tiny_model(), tiny_task(), tiny_trainer(10)), 24.0 * (1 << 30), "");
+  BOOST_TEST(available_memory_bytes() > 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_parameter_estimate_is_exact) {
+  for (const bool pre : {true, false}) {
+    for (const PositionalKind pos : {PositionalKind::learned, PositionalKind::sinusoidal}) {
+      SequenceModelOptions m = tiny_model();
+      m.norm_first = pre;
+      m.positional = pos;
+      m.n_layers = 3;
+      manual_seed(1);
+      SequenceModel model(m);
+      const MemoryEstimate e = estimate_training_memory(m, tiny_task(), tiny_trainer(10));
+      BOOST_TEST(e.parameters == 4.0 * static_cast<double>(model.num_parameters()));
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(long_sequences_are_evaluated_in_small_chunks) {
+  SequenceModelOptions m = tiny_model();
+  m.max_len = 2048;
+  TaskOptions t = tiny_task();
+  t.seq_len = 2048;
+  t.batch_size = 1;
+  // 256 held-out rows of length 2048 at once would hold gigabytes of attention weights.
+  const int64_t rows = eval_rows_for(m, t, 256);
+  BOOST_TEST(rows < 256);
+  BOOST_TEST(static_cast<double>(rows) * eval_bytes_per_row(m, t.seq_len) <= 256.0 * (1 << 20));
+  // Short sequences keep whole batches.
+  BOOST_TEST(eval_rows_for(tiny_model(), tiny_task(), 256) == 256);
+}
+
+BOOST_AUTO_TEST_CASE(chunked_evaluation_gives_the_same_metrics) {
+  // Held-out rows evaluated one by one or all at once: the same counts, the same loss sum up to
+  // the order of the additions.
+  manual_seed(9);
+  SequenceModel model(tiny_model());
+  TrainerOptions o = tiny_trainer(10);
+  o.eval_sequences = 40;
+  Trainer whole(model, tiny_task(), o);
+  const SequenceMetrics a = whole.evaluate();
+  SequenceMetrics b;
+  const SequenceTask task(TaskOptions{tiny_task()});
+  TaskOptions eval_opts = tiny_task();
+  eval_opts.batch_size = 40;
+  const Batch batch = SequenceTask(eval_opts).eval_batch(0);
+  for (int64_t r = 0; r < 40; ++r) {
+    const Indices in(Shape{1, 6}, std::vector<int64_t>(batch.inputs.data.begin() + r * 6, batch.inputs.data.begin() + (r + 1) * 6));
+    const Indices tg(Shape{1, 6}, std::vector<int64_t>(batch.targets.data.begin() + r * 6, batch.targets.data.begin() + (r + 1) * 6));
+    model.eval();
+    NoGradGuard no_grad;
+    b += sequence_metrics(model(in).value(), tg);
+  }
+  BOOST_TEST(a.tokens == b.tokens);
+  BOOST_TEST(a.correct_tokens == b.correct_tokens);
+  BOOST_TEST(a.correct_sequences == b.correct_sequences);
+  BOOST_TEST(std::abs(a.loss_sum - b.loss_sum) < 1e-3);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(outputs)
+
+BOOST_AUTO_TEST_CASE(two_outputs_naming_one_file_are_refused) {
+  TempDir dir;
+  const std::string x = dir.file("x");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--save", x, OutputKind::checkpoint}, {"--log", x, OutputKind::metrics_log}}, {}),
+                       std::invalid_argument, "--save", "--log", "same file");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", x, OutputKind::metrics_log}, {"--plot", dir.path() + "/./x", OutputKind::plot}}, {}),
+                       std::invalid_argument, "--log", "--plot", "same file");
+  // Through a symlink.
+  spit(dir.file("real.svg"), "<svg/>");
+  BOOST_REQUIRE(::symlink(dir.file("real.svg").c_str(), dir.file("link.svg").c_str()) == 0);
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--plot", dir.file("real.svg"), OutputKind::plot},
+                                        {"--log", dir.file("link.svg"), OutputKind::metrics_log}}, {}),
+                       std::invalid_argument, "same file");
+}
+
+BOOST_AUTO_TEST_CASE(the_resumed_checkpoint_is_only_written_as_the_checkpoint) {
+  TempDir dir;
+  const std::string ck = dir.file("ck.safetensors");
+  write_run_checkpoint(ck);
+  const std::string before = slurp(ck);
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--plot", ck, OutputKind::plot}}, {.resume = ck}), std::invalid_argument,
+                       "--plot", "checkpoint being resumed");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", ck, OutputKind::metrics_log}}, {.resume = ck}), std::invalid_argument,
+                       "--log", "checkpoint being resumed");
+  prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {.resume = ck});  // continuing in place is fine
+  BOOST_TEST(slurp(ck) == before);
+}
+
+BOOST_AUTO_TEST_CASE(a_fresh_run_does_not_replace_another_runs_files_without_overwrite) {
+  TempDir dir;
+  const std::string ck = dir.file("ck.safetensors");
+  write_run_checkpoint(ck);
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {}), std::invalid_argument,
+                       "--save", "--resume", "--overwrite");
+  // A fresh run's --log pointed at a checkpoint.
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", ck, OutputKind::metrics_log}}, {}), std::invalid_argument, "--log",
+                       "not a metrics log", "--overwrite");
+  spit(dir.file("notes.txt"), "my notes");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--plot", dir.file("notes.txt"), OutputKind::plot}}, {}),
+                       std::invalid_argument, "--plot", "not a plot");
+  prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {.overwrite = true});
+  // A previous run's own log and plot are replaced as before.
+  spit(dir.file("m.jsonl"), "{\"step\":0}\n");
+  spit(dir.file("p.svg"), "<svg xmlns=\"http://www.w3.org/2000/svg\"/>");
+  prepare_outputs({{"--log", dir.file("m.jsonl"), OutputKind::metrics_log}, {"--plot", dir.file("p.svg"), OutputKind::plot}},
+                  {});
+}
+
+BOOST_AUTO_TEST_CASE(directories_and_unwritable_places_are_refused_before_training) {
+  TempDir dir;
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--plot", dir.path(), OutputKind::plot}}, {}), std::invalid_argument, "--plot",
+                       "is a directory");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--save", dir.path() + "/", OutputKind::checkpoint}}, {}),
+                       std::invalid_argument, "--save");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", "/proc/attograd/metrics.jsonl", OutputKind::metrics_log}}, {}),
+                       std::invalid_argument, "--log", "/proc/attograd");
+  // Missing directories are created.
+  prepare_outputs({{"--log", dir.file("a/b/m.jsonl"), OutputKind::metrics_log}}, {});
+  BOOST_TEST(std::filesystem::is_directory(dir.file("a/b")));
+}
+
+BOOST_AUTO_TEST_CASE(stale_temporaries_of_dead_processes_are_removed) {
+  TempDir dir;
+  const std::string ck = dir.file("ck.safetensors");
+  // A pid that cannot be alive (above the kernel's pid_max) and our own live pid.
+  spit(ck + ".tmp-99999999-0", "half a checkpoint");
+  const std::string live = ck + ".tmp-" + std::to_string(::getpid()) + "-7";
+  spit(live, "being written");
+  spit(dir.file("other.tmp-99999999-0"), "another output's");
+  BOOST_TEST(remove_stale_temporaries(ck) == 1);
+  BOOST_TEST(::access((ck + ".tmp-99999999-0").c_str(), F_OK) != 0);
+  BOOST_TEST(::access(live.c_str(), F_OK) == 0);
+  BOOST_TEST(::access(dir.file("other.tmp-99999999-0").c_str(), F_OK) == 0);
+  // Every save cleans up first.
+  spit(ck + ".tmp-99999998-3", "half a checkpoint");
+  write_run_checkpoint(ck);
+  BOOST_TEST(::access((ck + ".tmp-99999998-3").c_str(), F_OK) != 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace ag::testing

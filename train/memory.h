@@ -1,0 +1,60 @@
+// Memory a training run will need, estimated from its options before anything is built, so
+// that a model or batch that cannot fit fails at once with a message instead of an allocation
+// failure (or the kernel's OOM killer) minutes into the run.
+//
+//   const MemoryEstimate need = estimate_training_memory(model, task, trainer);
+//   check_memory_fits(need, available_memory_bytes());   // std::invalid_argument if it does not
+//
+// The estimate counts f32 tensors: parameters, their gradients, the optimizer's state (two
+// slots for Adam and AdamW, one for SGD with momentum), the activations a training step keeps
+// for backward (per block: ~10 d_model + 2 d_ff values per token, plus the attention weights,
+// heads x T per token, twice; then the logits three times), and the evaluation's activations
+// (no graph: one block's temporaries for the rows evaluated at once). It is deliberately on the
+// high side by a small factor, never an order of magnitude off (tests/train/test_memory.cpp
+// holds it against the measured peak of real steps).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "train/sequence_model.h"
+#include "train/tasks.h"
+#include "train/trainer.h"
+
+namespace ag {
+
+struct MemoryEstimate {
+  double parameters = 0;       // bytes
+  double gradients = 0;
+  double optimizer_state = 0;
+  double activations = 0;      // one training step's forward + backward
+  double evaluation = 0;       // one chunk of held-out rows
+  int64_t eval_rows = 0;       // rows evaluated at once (see eval_rows_for)
+
+  // Evaluation runs after a step's activations are freed: the two never coexist.
+  double total() const { return parameters + gradients + optimizer_state + std::max(activations, evaluation); }
+  // "parameters 1.2 MiB, gradients 1.2 MiB, ...": the breakdown for messages.
+  std::string breakdown() const;
+};
+
+// Bytes of evaluating one held-out row (no graph kept), and of a training step's activations.
+double eval_bytes_per_row(const SequenceModelOptions& model, int64_t seq_len);
+double training_activation_bytes(const SequenceModelOptions& model, const TaskOptions& task);
+
+// How many held-out rows to evaluate at once: at most `max_rows`, and no more than fit in the
+// larger of a training step's activations and 256 MiB (at least one row).
+int64_t eval_rows_for(const SequenceModelOptions& model, const TaskOptions& task, int64_t max_rows);
+
+MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const TaskOptions& task,
+                                        const TrainerOptions& trainer);
+
+// Memory the system can give this process now: MemAvailable from /proc/meminfo (physical memory
+// when that cannot be read), at most the cgroup's limit when one is set.
+double available_memory_bytes();
+
+// std::invalid_argument "the run needs about X (breakdown) but only Y is available; ..." when
+// `need.total()` exceeds `available`. `hint` ends the message (which options drive the size).
+void check_memory_fits(const MemoryEstimate& need, double available, const std::string& hint);
+
+}  // namespace ag
