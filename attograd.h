@@ -22,6 +22,8 @@
 #include "layers/feed_forward.h"
 #include "layers/transformer.h"
 #include "layers/check_layer.h"
+#include "layers/kv_cache.h"
+#include "layers/cached_attention.h"
 #include "train/checkpoint.h"
 #include "train/json.h"
 #include "train/losses.h"
