@@ -24,6 +24,8 @@
 #include "layers/check_layer.h"
 #include "layers/kv_cache.h"
 #include "layers/cached_attention.h"
+#include "models/gpt.h"
+#include "models/generate.h"
 #include "train/checkpoint.h"
 #include "train/json.h"
 #include "train/losses.h"

@@ -1,0 +1,197 @@
+#include "models/gpt.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include "autograd/grad_mode.h"
+#include "autograd/nn_ops.h"
+#include "autograd/ops.h"
+#include "layers/attention_mask.h"
+#include "layers/cached_attention.h"
+
+namespace ag {
+
+namespace {
+
+const GPTOptions& checked(const GPTOptions& options) {
+  validate(options);
+  return options;
+}
+
+TransformerBlockOptions block_options(const GPTOptions& o) {
+  TransformerBlockOptions b;
+  b.d_model = o.d_model;
+  b.n_head = o.n_head;
+  b.d_ff = 4 * o.d_model;
+  b.dropout = o.dropout;
+  b.attn_dropout = o.dropout;
+  b.activation = Activation::gelu;
+  b.norm_first = true;
+  b.attn_bias = o.bias;
+  b.ff_bias = o.bias;
+  return b;
+}
+
+// Overwrites a parameter's value in place (the handles stay valid) with N(0, std).
+void init_normal(const Variable& p, double std) {
+  Variable handle = p;
+  handle.mutable_value().copy_(normal(p.shape(), 0.0, std, default_generator(), p.dtype()));
+}
+
+void init_linear(Linear& linear, double std) {
+  init_normal(linear.weight(), std);
+  if (linear.bias().defined()) {
+    Variable bias = linear.bias();
+    bias.mutable_value().fill_(0.0);
+  }
+}
+
+}  // namespace
+
+void validate(const GPTOptions& o) {
+  const auto in_range = [](const char* key, int64_t v, int64_t low, int64_t high) {
+    if (v < low || v > high) {
+      throw std::invalid_argument(std::string("GPT: ") + key + " must lie in [" + std::to_string(low) + ", " +
+                                  std::to_string(high) + "], got " + std::to_string(v));
+    }
+  };
+  using L = GPTLimits;
+  in_range("vocab", o.vocab, 1, L::vocab);
+  in_range("block_size", o.block_size, 1, L::block_size);
+  in_range("d_model", o.d_model, 1, L::d_model);
+  in_range("n_head", o.n_head, 1, L::n_head);
+  in_range("n_layers", o.n_layers, 1, L::n_layers);
+  if (o.d_model % o.n_head != 0) {
+    throw std::invalid_argument("GPT: n_head " + std::to_string(o.n_head) + " does not divide d_model " +
+                                std::to_string(o.d_model));
+  }
+  if (!(o.dropout >= 0.0 && o.dropout < 1.0)) {
+    std::ostringstream os;
+    os << "GPT: dropout must lie in [0, 1), got " << o.dropout;
+    throw std::invalid_argument(os.str());
+  }
+}
+
+GPT::GPT(const GPTOptions& options)
+    : options_(checked(options)),
+      embed_(register_module("embed", std::make_unique<Embedding>(options.vocab, options.d_model))),
+      pos_(register_module("pos", std::make_unique<LearnedPositionalEmbedding>(options.block_size, options.d_model))),
+      dropout_(register_module("dropout", std::make_unique<Dropout>(options.dropout))),
+      blocks_(register_module("blocks", std::make_unique<ModuleList<TransformerBlock>>())),
+      norm_(register_module("norm", std::make_unique<LayerNorm>(options.d_model))) {
+  for (int64_t i = 0; i < options.n_layers; ++i) blocks_.push_back(std::make_unique<TransformerBlock>(block_options(options)));
+  init_weights();
+}
+
+void GPT::init_weights() {
+  // nanoGPT: N(0, 0.02) everywhere, and the projections that write into the residual stream
+  // scaled by 1/sqrt(2 n_layers) so that its variance does not grow with depth. The layers'
+  // own PyTorch inits (N(0, 1) embeddings) would give the tied head logits of size
+  // sqrt(d_model) at the start.
+  constexpr double kStd = 0.02;
+  const double residual_std = kStd / std::sqrt(2.0 * static_cast<double>(options_.n_layers));
+  init_normal(embed_.weight(), kStd);
+  init_normal(pos_.weight(), kStd);
+  for (TransformerBlock* b : blocks_) {
+    init_linear(b->attn().w_q(), kStd);
+    init_linear(b->attn().w_k(), kStd);
+    init_linear(b->attn().w_v(), kStd);
+    init_linear(b->attn().w_o(), residual_std);
+    init_linear(b->ff().linear1(), kStd);
+    init_linear(b->ff().linear2(), residual_std);
+  }
+}
+
+void GPT::check_ids(const Indices& ids, const char* op) const {
+  if (ids.shape.rank() != 2 || ids.shape[0] < 1 || ids.shape[1] < 1 || ids.shape[1] > options_.block_size) {
+    throw std::invalid_argument(std::string(op) + ": ids of shape " + ids.shape.str() +
+                                " must be (B, T) with 1 <= T <= block_size=" + std::to_string(options_.block_size) +
+                                " (generate() slides a longer context)");
+  }
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (ids[i] < 0 || ids[i] >= options_.vocab) {
+      throw std::invalid_argument(std::string(op) + ": token id " + std::to_string(ids[i]) + " at (" +
+                                  std::to_string(i / ids.shape[1]) + ", " + std::to_string(i % ids.shape[1]) +
+                                  ") of ids " + ids.shape.str() + " is outside [0, vocab=" +
+                                  std::to_string(options_.vocab) + ")");
+    }
+  }
+}
+
+Variable GPT::positioned(const Variable& x, int64_t start) {
+  require_dtype(x, pos_.weight().dtype(), "token embeddings");
+  return dropout_(x + narrow(pos_.weight(), 0, start, x.shape()[1]));  // (T, d_model) broadcasts over B
+}
+
+Variable GPT::hidden(const Variable& x) {
+  if (x.dim() != 3 || x.shape()[2] != options_.d_model || x.shape()[1] < 1 || x.shape()[1] > options_.block_size) {
+    throw std::invalid_argument("GPT: token embeddings of shape " + x.shape().str() + " must be (B, T, d_model=" +
+                                std::to_string(options_.d_model) + ") with 1 <= T <= block_size=" +
+                                std::to_string(options_.block_size));
+  }
+  const AttentionMask causal = AttentionMask::causal(x.shape()[1]);
+  Variable h = positioned(x, 0);
+  for (TransformerBlock* b : blocks_) h = b->forward(h, causal);
+  return norm_(h);
+}
+
+Variable GPT::head(const Variable& h) {
+  if (h.dim() < 1 || h.shape()[-1] != options_.d_model) {
+    throw std::invalid_argument("GPT::head: features of shape " + h.shape().str() + " must be (..., d_model=" +
+                                std::to_string(options_.d_model) + ")");
+  }
+  return linear(h, embed_.weight());  // (..., d_model) x (vocab, d_model)^T: the tied head, no bias
+}
+
+Variable GPT::forward(const Indices& ids) {
+  check_ids(ids, "GPT::forward");
+  return head(hidden(embed_(ids)));
+}
+
+Variable GPT::forward_embedded(const Variable& x) { return head(hidden(x)); }
+
+KvCache GPT::make_cache(int64_t batch) const {
+  KvCacheOptions c;
+  c.n_layers = options_.n_layers;
+  c.batch = batch;
+  c.n_head = options_.n_head;
+  c.d_k = options_.d_model / options_.n_head;
+  c.d_v = c.d_k;
+  c.max_len = options_.block_size;
+  c.dtype = embed_.weight().dtype();
+  return KvCache(c);
+}
+
+Variable GPT::forward(const Indices& ids, KvCache& cache) {
+  NoGradGuard no_grad;
+  check_ids(ids, "GPT::forward (cached)");
+  const KvCacheOptions& c = cache.options();
+  const int64_t d_head = options_.d_model / options_.n_head;
+  const DType dtype = embed_.weight().dtype();
+  if (c.n_layers != options_.n_layers || c.n_head != options_.n_head || c.d_k != d_head || c.d_v != d_head ||
+      c.batch != ids.shape[0] || c.dtype != dtype) {
+    throw std::invalid_argument(
+        "GPT::forward (cached): the cache (n_layers=" + std::to_string(c.n_layers) + ", batch=" +
+        std::to_string(c.batch) + ", n_head=" + std::to_string(c.n_head) + ", d_k=" + std::to_string(c.d_k) +
+        ", d_v=" + std::to_string(c.d_v) + ", " + dtype_name(c.dtype) + ") does not fit this model (n_layers=" +
+        std::to_string(options_.n_layers) + ", n_head=" + std::to_string(options_.n_head) + ", d_head=" +
+        std::to_string(d_head) + ", " + dtype_name(dtype) + ") with ids " + ids.shape.str() + "; use make_cache(" +
+        std::to_string(ids.shape[0]) + ")");
+  }
+  const int64_t past = cache.length();
+  const int64_t t_new = ids.shape[1];
+  if (past + t_new > options_.block_size || past + t_new > c.max_len) {
+    throw std::invalid_argument("GPT::forward (cached): the cache holds " + std::to_string(past) + " positions and ids " +
+                                ids.shape.str() + " add " + std::to_string(t_new) + ", beyond block_size=" +
+                                std::to_string(options_.block_size) + " (cache max_len=" + std::to_string(c.max_len) +
+                                "); reset() the cache and feed the last tokens of the new window");
+  }
+  Variable h = positioned(embed_(ids), past);
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    h = cached_block_forward(blocks_[i], h, cache, static_cast<int64_t>(i));
+  }
+  return head(norm_(h));
+}
+
+}  // namespace ag

@@ -1,0 +1,125 @@
+// GPT: a decoder-only language model in the shape of GPT-2 / nanoGPT, built from the layers of
+// layers/. Each position predicts the next token from itself and the positions before it:
+//
+//   ids (B, T) --embed--> (B, T, d_model) + pos.weight[:T] --> dropout
+//     --> blocks.0 .. blocks.{n_layers-1}: pre-norm TransformerBlock, causal self-attention and a
+//         GELU (exact erf) MLP of 4 * d_model
+//     --> norm (LayerNorm) --> head: h embed.weight^T --> logits (B, T, vocab)
+//
+//   parameters: embed.weight (vocab, d_model), pos.weight (block_size, d_model),
+//               blocks.<i>.{attn.w_q, w_k, w_v, w_o, ff.linear1, ff.linear2, norm1, norm2}.*,
+//               norm.weight, norm.bias
+//
+// Weight tying: the vocabulary head has no weight of its own; it multiplies by the token
+// embedding's table, embed.weight. One parameter serves in two places, so its gradient is the
+// sum of both uses, state_dict / named_parameters / checkpoints hold it once, an optimizer
+// updates it once, and after load_state_dict or load_checkpoint the head still reads the
+// embedding (there is nothing else it could read).
+//
+// Differences from nanoGPT, all in names or in where dropout sits: nanoGPT's fused c_attn is
+// w_q / w_k / w_v here; `bias` switches the biases of the linear layers, while the LayerNorms
+// always keep theirs; with dropout > 0 the MLP also drops out between its two layers (the
+// PositionwiseFeedForward of layers/). With dropout 0 (or in eval mode) the function is
+// nanoGPT's, which the PyTorch parity fixtures check (tests/parity, module "GPT").
+//
+// Initialisation (nanoGPT's, drawn from default_generator(): seed it with ag::manual_seed for a
+// reproducible model): every weight N(0, 0.02), the residual output projections (attn.w_o and
+// ff.linear2) N(0, 0.02 / sqrt(2 n_layers)), biases 0, LayerNorms 1 and 0.
+//
+// Incremental decoding: forward(ids, cache) feeds only the new positions and keeps every
+// layer's keys and values in a KvCache (layers/kv_cache.h); models/generate.h builds sampling
+// and the sliding context window on top of it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/indices.h"
+#include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/kv_cache.h"
+#include "layers/layer_norm.h"
+#include "layers/module.h"
+#include "layers/positional.h"
+#include "layers/sequential.h"
+#include "layers/transformer.h"
+
+namespace ag {
+
+struct GPTOptions {
+  int64_t vocab = 0;       // tokens in and classes out
+  int64_t block_size = 0;  // the context: the longest sequence the positional table covers
+  int64_t d_model = 0;
+  int64_t n_head = 0;      // must divide d_model
+  int64_t n_layers = 0;
+  double dropout = 0.0;    // after the embeddings, on the attention weights and on both residual branches
+  bool bias = true;        // in the attention projections and the MLP
+};
+
+// Upper bounds of the options, for whatever reads them from a command line or a file.
+struct GPTLimits {
+  static constexpr int64_t vocab = int64_t{1} << 20;
+  static constexpr int64_t block_size = 1 << 16;
+  static constexpr int64_t d_model = int64_t{1} << 16;
+  static constexpr int64_t n_head = int64_t{1} << 16;
+  static constexpr int64_t n_layers = 1024;
+};
+
+// Throws std::invalid_argument naming the first bad option and its value.
+void validate(const GPTOptions& options);
+
+class GPT : public Module {
+ public:
+  explicit GPT(const GPTOptions& options);
+
+  // ids: (B, T) in [0, vocab), 1 <= T <= block_size -> logits (B, T, vocab). Position t uses
+  // pos.weight[t] and attends to positions 0 .. t.
+  Variable forward(const Indices& ids);
+  Variable operator()(const Indices& ids) { return forward(ids); }
+
+  // Incremental decoding: ids (B, T_new) are positions P .. P+T_new-1 of the window, where
+  // P = cache.length(); their keys and values are appended to the cache, and the result is
+  // rows P .. P+T_new-1 of forward(all ids so far), (B, T_new, vocab). Builds no graph (runs
+  // under NoGradGuard). P + T_new must not exceed block_size: when the window is full, reset()
+  // the cache and feed the tokens of the new window (generate.h does this). The cache must come
+  // from make_cache (or match it: layers, heads, head sizes, batch, dtype); everything is
+  // checked before anything is appended.
+  Variable forward(const Indices& ids, KvCache& cache);
+
+  // The same model after the token lookup: x (B, T, d_model) token embeddings -> logits
+  // (B, T, vocab). Lets a gradient check differentiate with respect to the embeddings; the
+  // tied weight then serves the head only.
+  Variable forward_embedded(const Variable& x);
+  // The pieces of forward: hidden(x) is the final LayerNorm's output (B, T, d_model) for
+  // token embeddings x, head(h) the tied projection h embed.weight^T, (..., d_model) -> (..., vocab).
+  Variable hidden(const Variable& x);
+  Variable head(const Variable& h);
+
+  // An empty cache for `batch` sequences, sized for this model's block_size, in its dtype.
+  KvCache make_cache(int64_t batch = 1) const;
+
+  const GPTOptions& options() const { return options_; }
+  Embedding& embed() { return embed_; }
+  LearnedPositionalEmbedding& pos() { return pos_; }
+  TransformerBlock& block(size_t i) { return blocks_[i]; }
+  size_t num_blocks() const { return blocks_.size(); }
+  LayerNorm& norm() { return norm_; }
+  // The vocabulary head's weight (vocab, d_model): the very Variable embed.weight holds.
+  const Variable& head_weight() const { return embed_.weight(); }
+  std::string name() const override { return "GPT"; }
+
+ private:
+  // x: (B, T, d_model) embeddings of positions start .. start+T-1, before the positions are added.
+  Variable positioned(const Variable& x, int64_t start);
+  void check_ids(const Indices& ids, const char* op) const;
+  void init_weights();
+
+  GPTOptions options_;
+  Embedding& embed_;
+  LearnedPositionalEmbedding& pos_;
+  Dropout& dropout_;
+  ModuleList<TransformerBlock>& blocks_;
+  LayerNorm& norm_;
+};
+
+}  // namespace ag
