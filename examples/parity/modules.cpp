@@ -256,7 +256,8 @@ AttentionMask read_mask(const Fixture& f, int64_t B, int64_t Tq, int64_t Tk) {
 const std::vector<std::string>& supported_modules() {
   static const std::vector<std::string> names = {
       "Linear", "LayerNorm", "Softmax", "Embedding", "PositionwiseFeedForward", "ScaledDotProductAttention",
-      "MultiHeadAttention", "TransformerBlock", "TransformerEncoder", "SequenceModel", "TrainingRun"};
+      "MultiHeadAttention", "TransformerBlock", "TransformerEncoder", "SequenceModel", "TrainingRun",
+      "GPT", "GPTTrainingRun"};
   return names;
 }
 
@@ -272,6 +273,7 @@ ModuleRun run_module(const Fixture& f) {
   if (m == "TransformerBlock") return run_transformer_block(f);
   if (m == "TransformerEncoder") return run_transformer_encoder(f);
   if (m == "SequenceModel") return run_sequence_model(f);
+  if (m == "GPT") return run_gpt(f);
   std::string known;
   for (const std::string& name : supported_modules()) known += (known.empty() ? "" : ", ") + name;
   f.fail("unknown module '" + m + "' (supported: " + known + ")");

@@ -39,5 +39,8 @@ AttentionMask read_mask(const Fixture& fixture, int64_t B, int64_t Tq, int64_t T
 ModuleRun run_sequence_model(const Fixture& fixture);
 // TrainingRun: the loss at every AdamW step against expect.loss (model.cpp).
 std::vector<TensorComparison> run_training(const Fixture& fixture);
+// GPT: ids -> logits; GPTTrainingRun: the GPT's loss at every AdamW step (gpt.cpp).
+ModuleRun run_gpt(const Fixture& fixture);
+std::vector<TensorComparison> run_gpt_training(const Fixture& fixture);
 
 }  // namespace ag::parity

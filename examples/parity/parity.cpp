@@ -109,8 +109,8 @@ FixtureResult run_fixture(const Fixture& f) {
   r.mode = f.training() ? "train" : "eval";
   r.note = f.metadata("note");
   try {
-    if (f.module() == "TrainingRun") {
-      r.comparisons = run_training(f);
+    if (f.module() == "TrainingRun" || f.module() == "GPTTrainingRun") {
+      r.comparisons = f.module() == "TrainingRun" ? run_training(f) : run_gpt_training(f);
       f.check_all_used();
       return r;
     }

@@ -9,7 +9,8 @@
 // loads param.* with load_state_dict (strict), sets train/eval, runs forward on input.* (and the
 // masks), backward with grad.output, and compares output, attention weights or logits, the
 // gradient of every parameter and of every floating input. The module "TrainingRun" instead
-// trains a SequenceModel with AdamW on the stored batches and compares the loss at every step.
+// trains a SequenceModel with AdamW on the stored batches and compares the loss at every step,
+// and "GPTTrainingRun" does the same with a GPT (models/gpt.h) on next-token batches.
 //
 // A tensor passes when every element satisfies |actual - expected| <= atol + rtol * |expected|
 // (NaN never passes). The tool (examples/torch_parity.cpp) and the test suite

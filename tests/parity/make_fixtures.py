@@ -32,6 +32,7 @@ from torch_reference import (  # noqa: E402
     MultiHeadAttention, PositionwiseFeedForward, ScaledDotProductAttention, SequenceModel, TransformerBlock,
     TransformerEncoder, block_args, check_block_against_torch, check_mha_against_torch, cross_entropy,
     save_safetensors)
+from torch_gpt import GPT as TorchGPT, attograd_named, check_gpt_against_torch  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -442,8 +443,73 @@ def training_cases():
         yield case
 
 
+def gpt_config(**overrides):
+    cfg = {"vocab": 11, "block_size": 8, "d_model": 12, "n_head": 3, "n_layers": 2, "dropout": 0.0, "bias": True}
+    cfg.update(overrides)
+    return cfg
+
+
+GPT_TWIN = "nanoGPT-style, tests/parity/torch_gpt.py; its tied lm_head.weight is param.embed.weight"
+
+
+def gpt_cases():
+    """models/gpt.h against the nanoGPT-style twin: the output is the logits, so every logit and
+    the gradient of every parameter (the tied table's is the sum of its two uses) are compared."""
+    for name, dtype, cfg, mode, B, T in (
+            ("gpt_f64", torch.float64, gpt_config(dropout=0.1), "eval", 2, 8),  # dropout set, inactive
+            ("gpt_f32", torch.float32, gpt_config(), "train", 3, 5),  # T < block_size
+            ("gpt_nobias_f64", torch.float64, gpt_config(bias=False, vocab=9, d_model=8, n_head=2), "train", 2, 6)):
+        case = Case(name, "GPT", cfg, dtype, mode, twin=GPT_TWIN)
+        m = case.randomize(TorchGPT(**cfg))
+        ids = torch.randint(0, cfg["vocab"], (B, T), generator=case.gen)
+        with torch.no_grad():
+            check_gpt_against_torch(m, ids)
+        for k, v in attograd_named(m):
+            case.add("param." + k, v)
+        case.add("input.ids", ids)
+        case.backward(m(ids), m, [])
+        for k, v in attograd_named(m, grads=True):
+            case.add("expect.grad.param." + k, v)
+        yield case
+
+
+def gpt_training_cases():
+    """The GPT's golden run: the twin's nanoGPT init, 20 AdamW steps of next-token prediction on
+    stored batches; expect.loss[s] is the loss before update s."""
+    steps, B, T = 20, 8, 8
+    for name, dtype in (("gpt_training_adamw_f32", torch.float32), ("gpt_training_adamw_f64", torch.float64)):
+        model = gpt_config(vocab=10, block_size=T, d_model=16, n_head=2)
+        optimizer = {"name": "AdamW", "lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}
+        case = Case(name, "GPTTrainingRun", {"model": model, "optimizer": optimizer, "steps": steps}, dtype, "train",
+                    task="next token of (start + stride * t) mod vocab, stride in 1..3", twin=GPT_TWIN)
+        torch.manual_seed(zlib.crc32(b"gpt_training_adamw"))
+        case.gen.manual_seed(zlib.crc32(b"gpt_training_adamw"))
+        m = TorchGPT(**model).to(dtype)
+        start = torch.randint(0, model["vocab"], (steps, B, 1), generator=case.gen)
+        stride = torch.randint(1, 4, (steps, B, 1), generator=case.gen)
+        seq = (start + stride * torch.arange(T + 1)) % model["vocab"]
+        ids, targets = seq[..., :T].contiguous(), seq[..., 1:].contiguous()
+        for k, v in attograd_named(m):
+            case.add("param." + k, v)
+        case.add("input.ids", ids)
+        case.add("input.targets", targets)
+        opt = torch.optim.AdamW(m.parameters(), lr=optimizer["lr"], betas=(optimizer["beta1"], optimizer["beta2"]),
+                                eps=optimizer["eps"], weight_decay=optimizer["weight_decay"])
+        losses = []
+        for s in range(steps):
+            opt.zero_grad()
+            loss = cross_entropy(m(ids[s]), targets[s], {})
+            losses.append(loss.item())
+            loss.backward()
+            opt.step()
+        if not losses[-1] < losses[0] - 0.1:
+            sys.exit(f"make_fixtures: {name} does not learn ({losses[0]} -> {losses[-1]})")
+        case.add("expect.loss", torch.tensor(losses, dtype=dtype))
+        yield case
+
+
 CASES = [linear_cases, layer_norm_cases, softmax_cases, embedding_cases, feed_forward_cases, sdpa_cases,
-         attention_cases, block_cases, encoder_cases, model_cases, training_cases]
+         attention_cases, block_cases, encoder_cases, model_cases, training_cases, gpt_cases, gpt_training_cases]
 
 
 def main():
