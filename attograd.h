@@ -27,7 +27,6 @@
 #include "models/gpt.h"
 #include "models/generate.h"
 #include "train/checkpoint.h"
-#include "train/json.h"
 #include "train/losses.h"
 #include "train/metrics_log.h"
 #include "train/optim.h"

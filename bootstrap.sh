@@ -6,9 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Compiler, build tools, OpenBLAS, Boost.Test; python3-numpy only for the test that reads a
-# checkpoint with an independent reader (never needed at run time).
-packages=(g++ meson ninja-build pkg-config libopenblas-dev libboost-test-dev python3 python3-numpy)
+# Compiler, build tools, OpenBLAS, Boost.Test, CLI11 (command lines and config files) and
+# nlohmann-json (header-only both); python3-numpy only for the test that reads a checkpoint with
+# an independent reader (never needed at run time).
+packages=(g++ meson ninja-build pkg-config libopenblas-dev libboost-test-dev libcli11-dev nlohmann-json3-dev
+          python3 python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "train/atomic_file.h"
-#include "train/json.h"
+#include "train/json_text.h"
 
 namespace ag {
 
@@ -43,28 +43,29 @@ std::FILE* open_or_throw(const std::string& path, const char* mode) {
 }  // namespace
 
 std::string metrics_row_json(const MetricsRow& row) {
-  Json j = Json::object({{"step", Json(row.step)}});
-  for (const Field& f : kFields) j.set(f.key, Json(row.*f.member));  // NaN is written as null
+  OrderedJson j = {{"step", row.step}};
+  for (const Field& f : kFields) j[f.key] = row.*f.member;  // NaN is written as null
   return j.dump();
 }
 
 MetricsRow parse_metrics_row(const std::string& line) {
   Json j;
   try {
-    j = Json::parse(line);
+    j = parse_json(line);
   } catch (const JsonError& e) {
     throw std::invalid_argument(e.what());
   }
   if (!j.is_object()) throw std::invalid_argument("a row must be a JSON object");
-  const Json* step = j.find("step");
-  if (step == nullptr || !step->is_integer()) throw std::invalid_argument("a row needs an integer \"step\"");
+  const auto step = j.find("step");
+  const std::optional<int64_t> step_value = step == j.end() ? std::nullopt : json_int64(*step);
+  if (!step_value) throw std::invalid_argument("a row needs an integer \"step\"");
   MetricsRow row;
-  row.step = step->as_int();
+  row.step = *step_value;
   for (const Field& f : kFields) {
-    const Json* v = j.find(f.key);
-    if (v == nullptr || v->is_null()) continue;  // missing: stays NaN
-    if (!v->is_number()) throw std::invalid_argument(std::string("\"") + f.key + "\" is " + json_type_name(v->type()));
-    row.*f.member = v->as_double();
+    const auto v = j.find(f.key);
+    if (v == j.end() || v->is_null()) continue;  // missing: stays NaN
+    if (!v->is_number()) throw std::invalid_argument(std::string("\"") + f.key + "\" is " + json_type_name(*v));
+    row.*f.member = v->get<double>();
   }
   return row;
 }

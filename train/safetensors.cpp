@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string_view>
+#include <unordered_set>
 #include <stdexcept>
 
 #include "train/atomic_file.h"
 #include "train/crc32c.h"
-#include "train/json.h"
+#include "train/json_text.h"
 
 namespace ag {
 
@@ -45,11 +47,14 @@ void check_new_name(const SafetensorsFile& file, const std::string& name) {
   if (file.contains(name)) throw std::invalid_argument("SafetensorsFile::add: duplicate tensor name '" + name + "'");
 }
 
-Json shape_json(const Shape& shape) {
-  Json::Array dims;
-  for (int64_t d : shape) dims.emplace_back(d);
-  return Json::array(std::move(dims));
+OrderedJson shape_json(const Shape& shape) {
+  OrderedJson dims = OrderedJson::array();
+  for (int64_t d : shape) dims.push_back(d);
+  return dims;
 }
+
+// Non-negative JSON integers (nlohmann keeps them as uint64, exactly).
+bool is_size(const Json& v) { return v.is_number_unsigned(); }
 
 // One header entry, read and checked against itself; nothing is allocated yet.
 struct HeaderEntry {
@@ -63,15 +68,18 @@ HeaderEntry parse_entry(const std::string& path, const std::string& name, const 
   HeaderEntry entry;
   entry.name = name;
   const std::string where = "tensor '" + name + "': ";
-  if (!info.is_object()) corrupt(path, where + "header entry is " + json_type_name(info.type()) + ", not an object");
-  const Json* dtype = info.find("dtype");
-  const Json* shape = info.find("shape");
-  const Json* offsets = info.find("data_offsets");
-  if (dtype == nullptr || shape == nullptr || offsets == nullptr) {
+  if (!info.is_object()) corrupt(path, where + "header entry is " + json_type_name(info) + ", not an object");
+  const auto dtype_it = info.find("dtype");
+  const auto shape_it = info.find("shape");
+  const auto offsets_it = info.find("data_offsets");
+  if (dtype_it == info.end() || shape_it == info.end() || offsets_it == info.end()) {
     corrupt(path, where + "header entry needs dtype, shape and data_offsets, got " + info.dump());
   }
-  if (!dtype->is_string()) corrupt(path, where + "dtype is " + json_type_name(dtype->type()) + ", not a string");
-  const std::string& d = dtype->as_string();
+  const Json* dtype = &*dtype_it;
+  const Json* shape = &*shape_it;
+  const Json* offsets = &*offsets_it;
+  if (!dtype->is_string()) corrupt(path, where + "dtype is " + json_type_name(*dtype) + ", not a string");
+  const std::string& d = dtype->get_ref<const std::string&>();
   if (d == "F32") entry.dtype = SafetensorsDType::F32;
   else if (d == "F64") entry.dtype = SafetensorsDType::F64;
   else if (d == "I64") entry.dtype = SafetensorsDType::I64;
@@ -79,19 +87,21 @@ HeaderEntry parse_entry(const std::string& path, const std::string& name, const 
 
   if (!shape->is_array()) corrupt(path, where + "shape " + shape->dump() + " is not an array");
   uint64_t numel = 1;
-  for (const Json& dim : shape->as_array()) {
-    if (!dim.is_integer() || dim.as_int() < 0) corrupt(path, where + "shape " + shape->dump() + " is not a list of sizes >= 0");
-    const uint64_t n = static_cast<uint64_t>(dim.as_int());
+  for (const Json& dim : *shape) {
+    if (!is_size(dim) || dim.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      corrupt(path, where + "shape " + shape->dump() + " is not a list of sizes >= 0");
+    }
+    const uint64_t n = dim.get<uint64_t>();
     if (n != 0 && numel > std::numeric_limits<uint64_t>::max() / n) corrupt(path, where + "shape " + shape->dump() + " is too large");
     numel *= n;
-    entry.dims.push_back(dim.as_int());
+    entry.dims.push_back(static_cast<int64_t>(n));
   }
-  if (!offsets->is_array() || offsets->size() != 2 || !offsets->at(0).is_integer() || !offsets->at(1).is_integer() ||
-      offsets->at(0).as_int() < 0 || offsets->at(1).as_int() < offsets->at(0).as_int()) {
+  if (!offsets->is_array() || offsets->size() != 2 || !is_size((*offsets)[0]) || !is_size((*offsets)[1]) ||
+      (*offsets)[1].get<uint64_t>() < (*offsets)[0].get<uint64_t>()) {
     corrupt(path, where + "data_offsets " + offsets->dump() + " is not a pair [begin, end] with 0 <= begin <= end");
   }
-  entry.begin = static_cast<uint64_t>(offsets->at(0).as_int());
-  entry.end = static_cast<uint64_t>(offsets->at(1).as_int());
+  entry.begin = (*offsets)[0].get<uint64_t>();
+  entry.end = (*offsets)[1].get<uint64_t>();
   const uint64_t size = element_size(entry.dtype);
   if (numel > std::numeric_limits<uint64_t>::max() / size || numel * size != entry.end - entry.begin) {
     const std::string needed = numel > std::numeric_limits<uint64_t>::max() / size
@@ -117,14 +127,14 @@ std::map<std::string, uint32_t> parse_checksums(const std::string& path, const s
   };
   Json j;
   try {
-    j = Json::parse(text);
+    j = parse_json(text);
   } catch (const JsonError& e) {
     bad(std::string("is not JSON: ") + e.what());
   }
   if (!j.is_object()) bad("is not a JSON object");
   std::map<std::string, uint32_t> sums;
-  for (const auto& [name, v] : j.as_object()) {
-    const std::string digits = v.is_string() ? v.as_string() : "";
+  for (const auto& [name, v] : j.items()) {
+    const std::string digits = v.is_string() ? v.get<std::string>() : "";
     uint32_t value = 0;
     const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
     if (digits.size() != 8 || ec != std::errc() || ptr != digits.data() + digits.size()) {
@@ -179,19 +189,20 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
 void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   // Contiguous copies where needed, so each entry is one block of bytes.
   std::vector<Tensor> blocks(file.entries.size());
-  Json::Object header;
+  OrderedJson header = OrderedJson::object();
+  std::unordered_set<std::string_view> names;  // the entries vector is public: check it here
   if (file.metadata.count(kChecksumKey)) {
     throw std::invalid_argument(std::string("save_safetensors: the metadata key '") + kChecksumKey +
                                 "' is written by the writer itself");
   }
   uint64_t offset = 0;
-  Json::Object checksums;
+  OrderedJson checksums = OrderedJson::object();
   for (size_t i = 0; i < file.entries.size(); ++i) {
     const SafetensorsEntry& e = file.entries[i];
     uint64_t bytes = 0;
     if (e.dtype == SafetensorsDType::I64) {
       bytes = static_cast<uint64_t>(e.indices.numel()) * 8;
-      checksums.emplace_back(e.name, Json(hex32(crc32c(e.indices.data.data(), static_cast<size_t>(bytes)))));
+      checksums[e.name] = hex32(crc32c(e.indices.data.data(), static_cast<size_t>(bytes)));
     } else {
       if (!e.tensor.defined()) throw std::invalid_argument("save_safetensors: tensor '" + e.name + "' is undefined");
       const SafetensorsDType want = e.tensor.dtype() == DType::f32 ? SafetensorsDType::F32 : SafetensorsDType::F64;
@@ -201,21 +212,23 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
       }
       blocks[i] = e.tensor.contiguous();
       bytes = static_cast<uint64_t>(blocks[i].numel()) * element_size(e.dtype);
-      checksums.emplace_back(e.name, Json(hex32(crc32c(blocks[i].raw_data(), static_cast<size_t>(bytes)))));
+      checksums[e.name] = hex32(crc32c(blocks[i].raw_data(), static_cast<size_t>(bytes)));
     }
-    Json::Object info;
-    info.emplace_back("dtype", Json(safetensors_dtype_name(e.dtype)));
-    info.emplace_back("shape", shape_json(e.shape()));
-    info.emplace_back("data_offsets", Json::array({Json(offset), Json(offset + bytes)}));
-    header.emplace_back(e.name, Json::object(std::move(info)));  // rejects duplicate names
+    if (e.name.empty() || e.name == kMetadataKey || !names.insert(e.name).second) {
+      throw std::invalid_argument("save_safetensors: tensor name '" + e.name + "' is empty, reserved or repeated");
+    }
+    header[e.name] = {{"dtype", safetensors_dtype_name(e.dtype)},
+                      {"shape", shape_json(e.shape())},
+                      {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   // __metadata__ goes first, as other writers put it; the checksums are one more string in it.
-  Json::Object meta;
-  for (const auto& [k, v] : file.metadata) meta.emplace_back(k, Json(v));
-  meta.emplace_back(kChecksumKey, Json(Json::object(std::move(checksums)).dump()));
-  header.insert(header.begin(), {kMetadataKey, Json::object(std::move(meta))});
-  std::string text = Json::object(std::move(header)).dump();
+  OrderedJson meta = OrderedJson::object();
+  for (const auto& [k, v] : file.metadata) meta[k] = v;
+  meta[kChecksumKey] = checksums.dump();
+  OrderedJson document = {{kMetadataKey, std::move(meta)}};
+  for (auto& [name, info] : header.items()) document[name] = std::move(info);
+  std::string text = document.dump();
   // Spaces are JSON whitespace: padding keeps every reader happy and aligns the data section.
   while ((8 + text.size()) % 8 != 0) text += ' ';
   const uint64_t header_len = text.size();
@@ -261,11 +274,11 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   const std::string_view header_text(bytes.data() + 8, static_cast<size_t>(header_len));
   Json header;
   try {
-    header = Json::parse(header_text);
+    header = parse_json(header_text);
   } catch (const JsonError& e) {
     corrupt(path, std::string("bad JSON in the header: ") + e.what());
   }
-  if (!header.is_object()) corrupt(path, std::string("the header is ") + json_type_name(header.type()) + ", not an object");
+  if (!header.is_object()) corrupt(path, std::string("the header is ") + json_type_name(header) + ", not an object");
 
   // 1. The whole header, checked against itself and against the file's size: nothing is
   //    allocated for a tensor until every entry has been found to fit the bytes the file holds.
@@ -273,16 +286,16 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   std::vector<HeaderEntry> entries;
   std::string checksum_text;
   bool has_checksums = false;
-  for (const auto& [name, info] : header.as_object()) {
+  for (const auto& [name, info] : header.items()) {
     if (name == kMetadataKey) {
-      if (!info.is_object()) corrupt(path, "__metadata__ is " + std::string(json_type_name(info.type())) + ", not an object");
-      for (const auto& [k, v] : info.as_object()) {
-        if (!v.is_string()) corrupt(path, "__metadata__ value for '" + k + "' is " + json_type_name(v.type()) + ", not a string");
+      if (!info.is_object()) corrupt(path, "__metadata__ is " + std::string(json_type_name(info)) + ", not an object");
+      for (const auto& [k, v] : info.items()) {
+        if (!v.is_string()) corrupt(path, "__metadata__ value for '" + k + "' is " + json_type_name(v) + ", not a string");
         if (k == kChecksumKey) {
-          checksum_text = v.as_string();
+          checksum_text = v.get<std::string>();
           has_checksums = true;
         } else {
-          file.metadata[k] = v.as_string();
+          file.metadata[k] = v.get<std::string>();
         }
       }
       continue;

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
-#include "train/json.h"
+#include "train/json_text.h"
 
 namespace ag {
 
@@ -70,18 +70,12 @@ void validate(const SequenceModelOptions& o) {
 }
 
 std::string sequence_model_options_to_json(const SequenceModelOptions& o) {
-  return Json::object({
-                          {"vocab", Json(o.vocab)},
-                          {"max_len", Json(o.max_len)},
-                          {"d_model", Json(o.d_model)},
-                          {"n_head", Json(o.n_head)},
-                          {"d_ff", Json(o.d_ff)},
-                          {"n_layers", Json(o.n_layers)},
-                          {"norm_first", Json(o.norm_first)},
-                          {"dropout", Json(o.dropout)},
-                          {"positional", Json(positional_kind_name(o.positional))},
-                      })
-      .dump();
+  const OrderedJson j = {
+      {"vocab", o.vocab},       {"max_len", o.max_len},   {"d_model", o.d_model},
+      {"n_head", o.n_head},     {"d_ff", o.d_ff},         {"n_layers", o.n_layers},
+      {"norm_first", o.norm_first}, {"dropout", o.dropout}, {"positional", positional_kind_name(o.positional)},
+  };
+  return j.dump();
 }
 
 SequenceModelOptions sequence_model_options_from_json(const std::string& text) {
@@ -89,14 +83,15 @@ SequenceModelOptions sequence_model_options_from_json(const std::string& text) {
   const Json j = parse_options_object(
       text, {"vocab", "max_len", "d_model", "n_head", "d_ff", "n_layers", "norm_first", "dropout", "positional"}, op);
   const auto field = [&](const char* key) -> const Json& {
-    const Json* v = j.find(key);
-    if (v == nullptr) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
-    return *v;
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
+    return *it;
   };
   const auto integer = [&](const char* key) {
     const Json& v = field(key);
-    if (!v.is_integer()) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
-    return v.as_int();
+    const std::optional<int64_t> i = json_int64(v);
+    if (!i) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
+    return *i;
   };
   SequenceModelOptions o;
   o.vocab = integer("vocab");
@@ -106,16 +101,16 @@ SequenceModelOptions sequence_model_options_from_json(const std::string& text) {
   o.d_ff = integer("d_ff");
   o.n_layers = integer("n_layers");
   const Json& norm_first = field("norm_first");
-  if (!norm_first.is_bool()) throw std::invalid_argument(op + "\"norm_first\" must be a boolean, got " + norm_first.dump());
-  o.norm_first = norm_first.as_bool();
+  if (!norm_first.is_boolean()) throw std::invalid_argument(op + "\"norm_first\" must be a boolean, got " + norm_first.dump());
+  o.norm_first = norm_first.get<bool>();
   const Json& dropout = field("dropout");
   if (!dropout.is_number()) throw std::invalid_argument(op + "\"dropout\" must be a number, got " + dropout.dump());
-  o.dropout = dropout.as_double();
+  o.dropout = dropout.get<double>();
   const Json& positional = field("positional");
   if (!positional.is_string()) {
     throw std::invalid_argument(op + "\"positional\" must be a string, got " + positional.dump());
   }
-  o.positional = parse_positional_kind(positional.as_string());
+  o.positional = parse_positional_kind(positional.get<std::string>());
   validate(o);
   return o;
 }

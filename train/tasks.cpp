@@ -7,7 +7,7 @@
 
 #include "core/kernels.h"
 #include "core/rng.h"
-#include "train/json.h"
+#include "train/json_text.h"
 
 namespace ag {
 
@@ -17,15 +17,15 @@ constexpr uint64_t kTrainDomain = 0;
 constexpr uint64_t kEvalDomain = 1;
 
 // Seeds are uint64: an integer when it fits JSON readers' int64, a decimal string otherwise.
-Json seed_json(uint64_t seed) {
-  if (seed <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return Json(seed);
-  return Json(std::to_string(seed));
+OrderedJson seed_json(uint64_t seed) {
+  if (seed <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return seed;
+  return std::to_string(seed);
 }
 
 uint64_t seed_from_json(const Json& j, const char* key) {
-  if (j.is_integer() && j.as_int() >= 0) return static_cast<uint64_t>(j.as_int());
+  if (const auto v = json_int64(j); v && *v >= 0) return static_cast<uint64_t>(*v);
   if (j.is_string()) {
-    const std::string& s = j.as_string();
+    const std::string& s = j.get_ref<const std::string&>();
     if (!s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       try {
         return std::stoull(s);
@@ -140,15 +140,15 @@ Batch SequenceTask::train_batch(uint64_t index) const { return make_batch(option
 Batch SequenceTask::eval_batch(uint64_t index) const { return make_batch(options_.eval_seed, index, kEvalDomain); }
 
 std::string task_options_to_json(const TaskOptions& o) {
-  Json j = Json::object({
-      {"task", Json(task_name(o.kind))},
-      {"vocab_size", Json(o.vocab_size)},
-      {"seq_len", Json(o.seq_len)},
-      {"batch_size", Json(o.batch_size)},
-      {"shift", Json(o.shift)},
+  const OrderedJson j = {
+      {"task", task_name(o.kind)},
+      {"vocab_size", o.vocab_size},
+      {"seq_len", o.seq_len},
+      {"batch_size", o.batch_size},
+      {"shift", o.shift},
       {"seed", seed_json(o.seed)},
       {"eval_seed", seed_json(o.eval_seed)},
-  });
+  };
   return j.dump();
 }
 
@@ -156,21 +156,22 @@ TaskOptions task_options_from_json(const std::string& text) {
   const Json j = parse_options_object(
       text, {"task", "vocab_size", "seq_len", "batch_size", "shift", "seed", "eval_seed"}, "task_options_from_json: ");
   const auto field = [&](const char* key) -> const Json& {
-    const Json* v = j.find(key);
-    if (v == nullptr) throw std::invalid_argument(std::string("task_options_from_json: missing \"") + key + "\" in " + text);
-    return *v;
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(std::string("task_options_from_json: missing \"") + key + "\" in " + text);
+    return *it;
   };
   const auto integer = [&](const char* key) {
     const Json& v = field(key);
-    if (!v.is_integer()) {
+    const std::optional<int64_t> i = json_int64(v);
+    if (!i) {
       throw std::invalid_argument(std::string("task_options_from_json: \"") + key + "\" must be an integer, got " + v.dump());
     }
-    return v.as_int();
+    return *i;
   };
   const Json& task = field("task");
   if (!task.is_string()) throw std::invalid_argument("task_options_from_json: \"task\" must be a string, got " + task.dump());
   TaskOptions o;
-  o.kind = parse_task_kind(task.as_string());
+  o.kind = parse_task_kind(task.get<std::string>());
   o.vocab_size = integer("vocab_size");
   o.seq_len = integer("seq_len");
   o.batch_size = integer("batch_size");

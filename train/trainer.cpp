@@ -11,7 +11,7 @@
 #include "core/rng.h"
 #include "core/threads.h"
 #include "train/checkpoint.h"
-#include "train/json.h"
+#include "train/json_text.h"
 #include "train/losses.h"
 #include "train/memory.h"
 #include "train/plot.h"
@@ -119,22 +119,39 @@ struct LoopState {
 };
 
 std::string loop_state_to_json(const LoopState& s) {
-  return Json::object({{"step", Json(s.step)},
-                       {"window_loss_sum", Json(s.window_loss_sum)},
-                       {"window_steps", Json(s.window_steps)},
-                       {"elapsed_s", Json(s.elapsed_s)},
-                       {"first_loss", Json(s.first_loss)}})
+  return OrderedJson({{"step", s.step},
+                      {"window_loss_sum", s.window_loss_sum},
+                      {"window_steps", s.window_steps},
+                      {"elapsed_s", s.elapsed_s},
+                      {"first_loss", s.first_loss}})
       .dump();
 }
 
 LoopState loop_state_from_json(const std::string& text) {
-  const Json j = Json::parse(text);
+  // first_loss is absent from checkpoints written before it was saved.
+  const Json j = parse_options_object(text, {"step", "window_loss_sum", "window_steps", "elapsed_s", "first_loss"}, "");
+  const auto field = [&](const char* key) -> const Json& {
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(std::string("missing \"") + key + "\" in " + text);
+    return *it;
+  };
+  const auto integer = [&](const char* key) {
+    const std::optional<int64_t> v = json_int64(field(key));
+    if (!v) throw std::invalid_argument(std::string("\"") + key + "\" must be an integer, got " + field(key).dump());
+    return *v;
+  };
+  const auto real = [&](const char* key) {
+    if (!field(key).is_number()) {
+      throw std::invalid_argument(std::string("\"") + key + "\" must be a number, got " + field(key).dump());
+    }
+    return field(key).get<double>();
+  };
   LoopState s;
-  s.step = j.at("step").as_int();
-  s.window_loss_sum = j.at("window_loss_sum").as_double();
-  s.window_steps = j.at("window_steps").as_int();
-  s.elapsed_s = j.at("elapsed_s").as_double();
-  if (const Json* first = j.find("first_loss")) s.first_loss = first->as_double();  // absent before it was saved
+  s.step = integer("step");
+  s.window_loss_sum = real("window_loss_sum");
+  s.window_steps = integer("window_steps");
+  s.elapsed_s = real("elapsed_s");
+  if (j.contains("first_loss")) s.first_loss = real("first_loss");
   if (!(s.first_loss >= 0 && std::isfinite(s.first_loss))) {
     throw std::invalid_argument("first_loss " + number(s.first_loss) + " is not a finite loss");
   }
@@ -175,8 +192,7 @@ double Trainer::divergence_limit() const {
 
 void Trainer::diverged(int64_t update, const std::string& what, double grad_norm, double lr) const {
   std::ostringstream os;
-  os << "training diverged at update " << update << ": " << what;
-  if (!std::isnan(grad_norm)) os << ", gradient norm " << grad_norm;
+  os << "training diverged at update " << update << ": " << what << ", gradient norm " << grad_norm;
   os << ", learning rate " << lr << ". Likely causes: a learning rate too high for this model (lr " << options_.lr
      << "), too short a warm-up (warmup_steps " << options_.warmup_steps << "), "
      << (options_.clip_norm > 0 ? "a clipping norm too large (clip_norm " + number(options_.clip_norm) + ")"
@@ -244,15 +260,15 @@ void validate(const TrainerOptions& o) {
 }
 
 std::string trainer_options_to_json(const TrainerOptions& o) {
-  return Json::object({{"optimizer", Json(optimizer_kind_name(o.optimizer))},
-                       {"lr", Json(o.lr)},
-                       {"min_lr", Json(o.min_lr)},
-                       {"weight_decay", Json(o.weight_decay)},
-                       {"momentum", Json(o.momentum)},
-                       {"warmup_steps", Json(o.warmup_steps)},
-                       {"schedule", Json(lr_decay_name(o.schedule))},
-                       {"steps", Json(o.steps)},
-                       {"clip_norm", Json(o.clip_norm)}})
+  return OrderedJson({{"optimizer", optimizer_kind_name(o.optimizer)},
+                      {"lr", o.lr},
+                      {"min_lr", o.min_lr},
+                      {"weight_decay", o.weight_decay},
+                      {"momentum", o.momentum},
+                      {"warmup_steps", o.warmup_steps},
+                      {"schedule", lr_decay_name(o.schedule)},
+                      {"steps", o.steps},
+                      {"clip_norm", o.clip_norm}})
       .dump();
 }
 
@@ -262,15 +278,27 @@ TrainerOptions trainer_options_from_json(const std::string& text, const TrainerO
                                       {"optimizer", "lr", "min_lr", "weight_decay", "momentum", "warmup_steps",
                                        "schedule", "steps", "clip_norm"},
                                       op);
-  const auto field = [&](const char* key, bool (Json::*is)() const, const char* type) -> const Json& {
-    const Json* v = j.find(key);
-    if (v == nullptr) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
-    if (!((*v).*is)()) throw std::invalid_argument(op + "\"" + key + "\" must be " + type + ", got " + v->dump());
+  const auto field = [&](const char* key) -> const Json& {
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
+    return *it;
+  };
+  const auto wrong = [&](const char* key, const char* type) {
+    return std::invalid_argument(op + "\"" + key + "\" must be " + type + ", got " + field(key).dump());
+  };
+  const auto real = [&](const char* key) {
+    if (!field(key).is_number()) throw wrong(key, "a number");
+    return field(key).get<double>();
+  };
+  const auto integer = [&](const char* key) {
+    const std::optional<int64_t> v = json_int64(field(key));
+    if (!v) throw wrong(key, "an integer");
     return *v;
   };
-  const auto real = [&](const char* key) { return field(key, &Json::is_number, "a number").as_double(); };
-  const auto integer = [&](const char* key) { return field(key, &Json::is_integer, "an integer").as_int(); };
-  const auto text_of = [&](const char* key) { return field(key, &Json::is_string, "a string").as_string(); };
+  const auto text_of = [&](const char* key) {
+    if (!field(key).is_string()) throw wrong(key, "a string");
+    return field(key).get<std::string>();
+  };
   TrainerOptions o = base;
   o.optimizer = parse_optimizer_kind(text_of("optimizer"));
   o.lr = real("lr");
@@ -320,17 +348,18 @@ StepResult Trainer::train_step() {
   StepResult r;
   r.loss = loss.item();
   r.lr = schedule_.at(step_);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (!std::isfinite(r.loss)) diverged(update, "the loss is " + number(r.loss), nan, r.lr);
+  // Backward runs before the checks so that a diverged step's message can give its gradient
+  // norm too; nothing is applied until all three have passed.
+  loss.backward();
+  r.grad_norm = options_.clip_norm > 0 ? clip_grad_norm(params_, options_.clip_norm) : grad_norm(params_);
+  if (!std::isfinite(r.loss)) diverged(update, "the loss is " + number(r.loss), r.grad_norm, r.lr);
   if (first_loss_ == 0) first_loss_ = r.loss;
   if (r.loss > divergence_limit()) {
     diverged(update, "the loss " + number(r.loss) + " is more than " + number(kDivergenceFactor) +
                          " times the run's starting loss " + number(divergence_limit() / kDivergenceFactor),
-             nan, r.lr);
+             r.grad_norm, r.lr);
   }
-  loss.backward();
-  r.grad_norm = options_.clip_norm > 0 ? clip_grad_norm(params_, options_.clip_norm) : grad_norm(params_);
-  if (!std::isfinite(r.grad_norm)) diverged(update, "the gradient norm is " + number(r.grad_norm), nan, r.lr);
+  if (!std::isfinite(r.grad_norm)) diverged(update, "the gradient norm is " + number(r.grad_norm), r.grad_norm, r.lr);
   optimizer_->set_lr(r.lr);
   optimizer_->step();
   step_ = update;

@@ -44,18 +44,20 @@ void Config::fail(const std::string& key, const std::string& what) const {
 
 const Json* Config::lookup(const std::string& key) const {
   read_.insert(key);
-  return json_.find(key);
+  const auto it = json_.find(key);
+  return it == json_.end() ? nullptr : &*it;
 }
 
 int64_t Config::integer(const std::string& key) const {
   const Json* v = lookup(key);
   if (v == nullptr) fail(key, "is required (in " + json_.dump() + ")");
-  if (!v->is_integer()) fail(key, "must be an integer, got " + v->dump());
-  return v->as_int();
+  const std::optional<int64_t> i = json_int64(*v);
+  if (!i) fail(key, "must be an integer, got " + v->dump());
+  return *i;
 }
 
 int64_t Config::integer(const std::string& key, int64_t fallback) const {
-  if (json_.find(key) == nullptr) {
+  if (!json_.contains(key)) {
     read_.insert(key);
     return fallback;
   }
@@ -73,9 +75,10 @@ std::vector<int64_t> Config::integers(const std::string& key) const {
   if (v == nullptr) fail(key, "is required (in " + json_.dump() + ")");
   if (!v->is_array()) fail(key, "must be a list of integers, got " + v->dump());
   std::vector<int64_t> out;
-  for (const Json& item : v->as_array()) {
-    if (!item.is_integer()) fail(key, "must be a list of integers, got " + v->dump());
-    out.push_back(item.as_int());
+  for (const Json& item : *v) {
+    const std::optional<int64_t> i = json_int64(item);
+    if (!i) fail(key, "must be a list of integers, got " + v->dump());
+    out.push_back(*i);
   }
   return out;
 }
@@ -84,21 +87,21 @@ double Config::number(const std::string& key, double fallback) const {
   const Json* v = lookup(key);
   if (v == nullptr) return fallback;
   if (!v->is_number()) fail(key, "must be a number, got " + v->dump());
-  return v->as_double();
+  return v->get<double>();
 }
 
 bool Config::boolean(const std::string& key, bool fallback) const {
   const Json* v = lookup(key);
   if (v == nullptr) return fallback;
-  if (!v->is_bool()) fail(key, "must be true or false, got " + v->dump());
-  return v->as_bool();
+  if (!v->is_boolean()) fail(key, "must be true or false, got " + v->dump());
+  return v->get<bool>();
 }
 
 std::string Config::string(const std::string& key, const std::string& fallback) const {
   const Json* v = lookup(key);
   if (v == nullptr) return fallback;
   if (!v->is_string()) fail(key, "must be a string, got " + v->dump());
-  return v->as_string();
+  return v->get<std::string>();
 }
 
 const Config& Config::object(const std::string& key) const {
@@ -109,13 +112,13 @@ const Config& Config::object(const std::string& key) const {
 }
 
 std::string Config::dump_all() const {
-  for (const auto& [key, value] : json_.as_object()) read_.insert(key);
+  for (const auto& [key, value] : json_.items()) read_.insert(key);
   return json_.dump();
 }
 
 void Config::check_all_read() const {
   std::vector<std::string> unknown;
-  for (const auto& [key, value] : json_.as_object()) {
+  for (const auto& [key, value] : json_.items()) {
     if (!read_.count(key)) unknown.push_back("'" + key + "'");
   }
   if (!unknown.empty()) {
@@ -146,7 +149,7 @@ Fixture::Fixture(SafetensorsFile file, std::string label) : file_(std::move(file
   training_ = mode == "train";
   const std::string& config = required("config");
   try {
-    config_ = std::make_unique<Config>(Json::parse(config), "config", label_);
+    config_ = std::make_unique<Config>(parse_json(config), "config", label_);
   } catch (const JsonError& e) {
     fail("config is not valid JSON (" + std::string(e.what()) + "): " + config);
   }

@@ -27,7 +27,7 @@
 #include "autograd/variable.h"
 #include "core/indices.h"
 #include "core/tensor.h"
-#include "train/json.h"
+#include "train/json_text.h"
 #include "train/safetensors.h"
 
 namespace ag::parity {

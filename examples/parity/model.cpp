@@ -18,7 +18,7 @@ CrossEntropyOptions read_loss_options(const Fixture& f) {
   const std::string text = f.metadata("loss", "{}");
   Json json;
   try {
-    json = Json::parse(text);
+    json = parse_json(text);
   } catch (const JsonError& e) {
     f.fail("metadata loss is not valid JSON (" + std::string(e.what()) + "): " + text);
   }

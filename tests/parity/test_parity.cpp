@@ -18,7 +18,7 @@
 
 #include "examples/parity/parity.h"
 #include "support.h"
-#include "train/json.h"
+#include "train/json_text.h"
 #include "train/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -168,8 +168,8 @@ BOOST_AUTO_TEST_CASE(covers_every_module_flavour_mask_and_dtype) {
     }
     if (meta.count("note") && meta.at("note").find("NaN") != std::string::npos) all_masked = true;
     if (meta.at("module") == "TransformerBlock") {
-      const Json config = Json::parse(meta.at("config"));
-      (config.at("norm_first").as_bool() ? pre : post) = true;
+      const Json config = parse_json(meta.at("config"));
+      (config.at("norm_first").get<bool>() ? pre : post) = true;
     }
     if (meta.at("module") != "TrainingRun" && meta.at("module") != "GPTTrainingRun") {
       BOOST_TEST(file.contains("grad.output"), name);

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "train/checkpoint.h"
-#include "train/json.h"
+#include "train/json_text.h"
 #include "train/safetensors.h"
 #include "train_support.h"
 

@@ -15,7 +15,7 @@
 #include "train/atomic_file.h"
 #include "train/checkpoint.h"
 #include "train/crc32c.h"
-#include "train/json.h"
+#include "train/json_text.h"
 #include "train/memory.h"
 #include "train/outputs.h"
 #include "train/safetensors.h"
@@ -161,22 +161,13 @@ BOOST_AUTO_TEST_CASE(two_same_size_tensors_with_swapped_offsets_are_caught) {
   std::string bytes = slurp(path);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
-  Json header = Json::parse(std::string_view(bytes).substr(8, n));
+  Json header = parse_json(std::string_view(bytes).substr(8, n));
   // Swap the byte ranges of the two LayerNorm weights of the block (same shape): the header
   // stays valid, only the checksums can tell.
   const std::string a = "encoder.blocks.0.norm1.weight", b = "encoder.blocks.0.norm2.weight";
   BOOST_REQUIRE(header.contains(a) && header.contains(b));
-  Json::Object members = header.as_object();
-  Json* ja = nullptr;
-  Json* jb = nullptr;
-  for (auto& [k, v] : members) {
-    if (k == a) ja = &v;
-    if (k == b) jb = &v;
-  }
-  Json offsets_a = ja->at("data_offsets"), offsets_b = jb->at("data_offsets");
-  ja->set("data_offsets", offsets_b);
-  jb->set("data_offsets", offsets_a);
-  std::string text = Json::object(std::move(members)).dump();
+  std::swap(header[a]["data_offsets"], header[b]["data_offsets"]);
+  std::string text = header.dump();
   text.resize(n, ' ');  // same length as before: the data section does not move
   BOOST_REQUIRE(text.size() == n);
   spit(path, bytes.substr(0, 8) + text + bytes.substr(8 + n));
@@ -196,14 +187,9 @@ BOOST_AUTO_TEST_CASE(the_checksum_key_is_reserved_and_version_two_needs_checksum
   std::string bytes = slurp(path);
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
-  Json header = Json::parse(std::string_view(bytes).substr(8, n));
-  Json::Object members = header.as_object();
-  Json::Object meta;
-  for (const auto& [k, v] : members.front().second.as_object()) {
-    if (k != "crc32c") meta.emplace_back(k, v);
-  }
-  members.front().second = Json::object(std::move(meta));
-  std::string text = Json::object(std::move(members)).dump();
+  Json header = parse_json(std::string_view(bytes).substr(8, n));
+  header["__metadata__"].erase("crc32c");
+  std::string text = header.dump();
   text.resize(n, ' ');
   spit(path, bytes.substr(0, 8) + text + bytes.substr(8 + n));
   AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), path.c_str(), "no 'crc32c'", "version 2");
@@ -268,8 +254,8 @@ BOOST_AUTO_TEST_CASE(settings_beyond_the_command_line_limits_are_refused_before_
   const auto with_model = [&](const std::string& key, int64_t value) {
     write_run_checkpoint(path);
     edit_checkpoint(path, [&](SafetensorsFile& f) {
-      Json model = Json::parse(f.metadata.at("model"));
-      model.set(key, Json(value));
+      Json model = parse_json(f.metadata.at("model"));
+      model[key] = value;
       f.metadata["model"] = model.dump();
     });
   };
@@ -285,8 +271,8 @@ BOOST_AUTO_TEST_CASE(counters_are_range_checked) {
   const auto with_loop = [&](const std::string& key, Json value) {
     write_run_checkpoint(path, 3, 20);
     edit_checkpoint(path, [&](SafetensorsFile& f) {
-      Json loop = Json::parse(f.metadata.at("loop"));
-      loop.set(key, value);
+      Json loop = parse_json(f.metadata.at("loop"));
+      loop[key] = value;
       f.metadata["loop"] = loop.dump();
     });
   };
@@ -298,9 +284,9 @@ BOOST_AUTO_TEST_CASE(counters_are_range_checked) {
   // A budget below the saved step.
   write_run_checkpoint(path, 3, 20);
   edit_checkpoint(path, [&](SafetensorsFile& f) {
-    Json trainer = Json::parse(f.metadata.at("trainer"));
-    trainer.set("steps", Json(2));
-    trainer.set("warmup_steps", Json(1));
+    Json trainer = parse_json(f.metadata.at("trainer"));
+    trainer["steps"] = 2;
+    trainer["warmup_steps"] = 1;
     f.metadata["trainer"] = trainer.dump();
   });
   AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "loop step 3", "budget of 2");
@@ -330,7 +316,7 @@ BOOST_AUTO_TEST_CASE(a_diverging_run_stops_early_and_keeps_its_last_good_checkpo
   } catch (const TrainingDiverged& e) {
     message = e.what();
   }
-  AG_CHECK_MESSAGE_HAS(message, "diverged at update", "learning rate", "lr 1000", "warmup_steps 0");
+  AG_CHECK_MESSAGE_HAS(message, "diverged at update", "gradient norm", "learning rate", "lr 1000", "warmup_steps 0");
   BOOST_TEST(steps_done < 50, "the run went on to its budget");
   // Whatever was saved is a healthy state: finite, within bounds, loadable.
   if (::access(path.c_str(), F_OK) == 0) {
@@ -451,10 +437,20 @@ BOOST_AUTO_TEST_CASE(a_fresh_run_does_not_replace_another_runs_files_without_ove
   spit(dir.file("notes.txt"), "my notes");
   AG_CHECK_THROWS_WITH(prepare_outputs({{"--plot", dir.file("notes.txt"), OutputKind::plot}}, {}),
                        std::invalid_argument, "--plot", "not a plot");
+  // Files that only look like ours: a user's JSON settings, a hand-made SVG, a TOML file.
+  spit(dir.file("settings.json"), "{\"learning_rate\": 0.01}\n");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", dir.file("settings.json"), OutputKind::metrics_log}}, {}),
+                       std::invalid_argument, "--log", "not a metrics log");
+  spit(dir.file("logo.svg"), "<svg xmlns=\"http://www.w3.org/2000/svg\"><circle r=\"4\"/></svg>");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--plot", dir.file("logo.svg"), OutputKind::plot}}, {}),
+                       std::invalid_argument, "--plot", "not a plot");
+  spit(dir.file("config.toml"), "# my project\nname = \"x\"\n");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"the configuration copy", dir.file("config.toml"), OutputKind::config}}, {}),
+                       std::invalid_argument, "config.toml", "not a configuration");
   prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {.overwrite = true});
   // A previous run's own log and plot are replaced as before.
   spit(dir.file("m.jsonl"), "{\"step\":0}\n");
-  spit(dir.file("p.svg"), "<svg xmlns=\"http://www.w3.org/2000/svg\"/>");
+  spit(dir.file("p.svg"), std::string("<?xml version=\"1.0\"?>\n<svg>") + kPlotMarker + "</svg>");
   prepare_outputs({{"--log", dir.file("m.jsonl"), OutputKind::metrics_log}, {"--plot", dir.file("p.svg"), OutputKind::plot}},
                   {});
 }

@@ -1,0 +1,59 @@
+// JSON through nlohmann-json, with the guarantees attograd's files rely on. Internal to the
+// library (not installed): public headers speak std::string, so users need no JSON library.
+//
+//   const Json header = parse_json(text);                 // JsonError says what and where
+//   OrderedJson row = {{"step", 10}, {"loss", 0.25}};     // keys kept in insertion order
+//   std::string line = row.dump();                        // {"step":10,"loss":0.25}
+//
+// Guarantees, each tested in tests/train/test_json.cpp:
+//   * strict RFC 8259 (no comments, trailing commas, NaN literals);
+//   * a key repeated within one object is an error (a safetensors header with two entries of
+//     one name is corrupt), found in time linear in the text;
+//   * nesting deeper than kMaxJsonDepth is an error, so a hostile header cannot exhaust memory
+//     or the stack;
+//   * integers stay exact (int64 and uint64, not doubles), and doubles are written in the
+//     shortest form that reads back to the same bits (resume is bit-exact through metadata);
+//   * JSON has no NaN or infinity: dump() writes a non-finite double as null, and readers of
+//     metrics treat null as "no value".
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace ag {
+
+// Parsed documents are std::map-backed (lookups in O(log n) for headers of many keys);
+// documents we write keep their keys in insertion order, so files read and diff well.
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+inline constexpr int kMaxJsonDepth = 64;
+
+// A malformed document; the message says what was wrong and where (line, column or key).
+class JsonError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+Json parse_json(std::string_view text);
+
+// The value as int64 when it is a JSON integer that fits (nlohmann keeps non-negative
+// integers as uint64), else nullopt: a fraction, a string or 2^63 and above are not int64.
+std::optional<int64_t> json_int64(const Json& value);
+
+// "an object", "a string", ...: for messages.
+const char* json_type_name(const Json& value);
+
+// Parses an options document: `text` must be a JSON object whose keys are all in `known`.
+// Every failure (malformed text, not an object, an unknown key) is std::invalid_argument
+// starting with `op`, e.g. "trainer_options_from_json: unknown field \"lr_max\"".
+Json parse_options_object(const std::string& text, std::initializer_list<std::string_view> known,
+                          const std::string& op);
+
+}  // namespace ag
