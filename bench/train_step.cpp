@@ -9,6 +9,8 @@
 // --gemm-only times just the matrix products of one step (every Linear's forward, input- and
 // weight-gradient products, and the per-head attention products, as batched products), with
 // the same thread policy and the same flop count: the ceiling the whole step is measured against.
+#include <CLI/CLI.hpp>
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -105,43 +107,27 @@ double time_products(const Config& c, int64_t steps, int64_t warmup) {
   return n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
 }
 
-int usage(const std::string& why) {
-  if (!why.empty()) std::cerr << "train_step: " << why << "\n";
-  std::cerr << "usage: train_step --config tiny|small|medium|large [--threads N] [--steps N] [--warmup N] [--json] "
-               "[--profile] [--gemm-only]\n";
-  return 2;
-}
-
-bool parse_int(const std::string& s, int64_t lo, int64_t& out) {
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (end == s.c_str() || *end != '\0' || v < lo) return false;
-  out = v;
-  return true;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string config_name = "tiny";
   int64_t threads = 2, steps = 20, warmup = 3;
   bool json = false, profile = false, gemm_only = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
-    if (arg == "--config") config_name = value();
-    else if (arg == "--threads") { if (!parse_int(value(), 1, threads)) return usage("--threads needs an integer >= 1"); }
-    else if (arg == "--steps") { if (!parse_int(value(), 1, steps)) return usage("--steps needs an integer >= 1"); }
-    else if (arg == "--warmup") { if (!parse_int(value(), 0, warmup)) return usage("--warmup needs an integer >= 0"); }
-    else if (arg == "--json") json = true;
-    else if (arg == "--profile") profile = true;
-    else if (arg == "--gemm-only") gemm_only = true;
-    else if (arg == "--help" || arg == "-h") return usage(""), 0;
-    else return usage("unknown flag '" + arg + "'");
-  }
-  const auto it = kConfigs.find(config_name);
-  if (it == kConfigs.end()) return usage("unknown config '" + config_name + "'");
-  const Config& c = it->second;
+  CLI::App app{"Times training steps of the benchmark configurations (bench/compare.sh runs it against PyTorch).",
+               "train_step"};
+  app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION);
+  std::vector<std::string> names;
+  for (const auto& [name, unused] : kConfigs) names.push_back(name);
+  // --config names a benchmark shape here, not a file: CLI11's config-file option stays off.
+  app.add_option("--config", config_name, "the model and batch shape")->check(CLI::IsMember(names))->capture_default_str();
+  app.add_option("--threads", threads, "threads of our pool")->check(CLI::Range(int64_t{1}, int64_t{256}))->capture_default_str();
+  app.add_option("--steps", steps, "timed steps")->check(CLI::Range(int64_t{1}, int64_t{1000000}))->capture_default_str();
+  app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::Range(int64_t{0}, int64_t{1000000}))->capture_default_str();
+  app.add_flag("--json", json, "one JSON line instead of text");
+  app.add_flag("--profile", profile, "a per-op profile of the timed steps");
+  app.add_flag("--gemm-only", gemm_only, "time only the step's matrix products");
+  CLI11_PARSE(app, argc, argv);
+  const Config& c = kConfigs.at(config_name);
 
   ag::set_num_threads(static_cast<int>(threads));
   if (gemm_only) {

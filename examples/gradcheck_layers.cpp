@@ -6,6 +6,8 @@
 //   gradcheck_layers --layer NAME    the cases of one layer (case-insensitive), e.g. MultiHeadAttention
 //   gradcheck_layers --list          the cases, without running them
 // Exit status: 0 when every check passed, 1 when one failed, 2 for a bad command line.
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -288,15 +290,12 @@ std::string lower(std::string s) {
   return s;
 }
 
-int usage(const std::vector<Case>& cases, const std::string& problem) {
+std::vector<std::string> layer_names(const std::vector<Case>& cases) {
   std::vector<std::string> names;
   for (const Case& c : cases) {
     if (std::find(names.begin(), names.end(), c.layer) == names.end()) names.push_back(c.layer);
   }
-  std::cerr << "gradcheck_layers: " << problem << "\nusage: gradcheck_layers [--list] [--layer NAME]\nlayers:";
-  for (const std::string& n : names) std::cerr << " " << n;
-  std::cerr << "\n";
-  return 2;
+  return names;
 }
 
 void print_row(const std::string& layer, const std::string& config, const std::string& rest) {
@@ -321,25 +320,27 @@ int main(int argc, char** argv) {
 
   bool list = false;
   std::string only;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::cout << "usage: gradcheck_layers [--list] [--layer NAME]\n";
-      return 0;
-    }
-    if (arg == "--list") {
-      list = true;
-    } else if (arg == "--layer" && i + 1 < argc) {
-      only = argv[++i];
-    } else {
-      return usage(all, "unknown argument '" + arg + "'");
-    }
-  }
+  std::string names;
+  for (const std::string& n : layer_names(all)) names += (names.empty() ? "" : ", ") + n;
+  CLI::App app{"Runs the layer contract check (check_layer: float64 gradient checks of inputs and every\n"
+               "parameter, backward adds, state_dict round trip, ...) over every built-in layer.",
+               "gradcheck_layers"};
+  app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION);
+  app.add_flag("--list", list, "list the cases without running them");
+  app.add_option("--layer", only, "only the cases of this layer (case-insensitive): " + names)
+      ->check(CLI::Validator(
+          [&](std::string& name) -> std::string {
+            for (const Case& c : all) {
+              if (lower(c.layer) == lower(name)) return {};
+            }
+            return "no layer named '" + name + "' (layers: " + names + ")";
+          },
+          "LAYER"));
+  CLI11_PARSE(app, argc, argv);
   std::vector<Case> cases;
   for (const Case& c : all) {
     if (only.empty() || lower(c.layer) == lower(only)) cases.push_back(c);
   }
-  if (cases.empty()) return usage(all, "no layer named '" + only + "'");
 
   if (list) {
     for (const Case& c : cases) print_row(c.layer, c.config, "");

@@ -18,7 +18,8 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "examples/train_sequence_args.h"
+#include "examples/train_sequence_cli.h"
+#include "train/atomic_file.h"
 #include "train/memory.h"
 #include "train/outputs.h"
 #include "train/progress.h"
@@ -103,9 +104,13 @@ int run(const TrainSequenceArgs& args) {
   outputs.checkpoint_path = args.save_path;
   // Before anything is built or trained: the outputs can be written and destroy nothing, and
   // the model, its optimizer and its activations fit in memory.
+  // The run's configuration goes beside its metrics log, so that `--config` of it repeats the run.
+  const std::filesystem::path log_dir = std::filesystem::path(outputs.log_path).parent_path();
+  const std::string config_copy = (log_dir.empty() ? std::filesystem::path("config.toml") : log_dir / "config.toml").string();
   prepare_outputs({{"--save", outputs.checkpoint_path, OutputKind::checkpoint},
                    {"--log", outputs.log_path, OutputKind::metrics_log},
-                   {"--plot", outputs.plot_path, OutputKind::plot}},
+                   {"--plot", outputs.plot_path, OutputKind::plot},
+                   {"the configuration copy", config_copy, OutputKind::config}},
                   {.resume = args.resume_path, .overwrite = args.overwrite});
   check_memory_fits(estimate_training_memory(model_options, task, trainer_options), available_memory_bytes(),
                     args.resume_path.empty()
@@ -121,6 +126,8 @@ int run(const TrainSequenceArgs& args) {
     outputs.progress = &std::cout;
     outputs.interactive = stdout_is_terminal();
   }
+
+  if (args.resume_path.empty()) write_file_atomically(config_copy, args.config_text);  // a resume keeps the run's own
 
   SequenceModel model(model_options);
   Trainer trainer(model, task, trainer_options, outputs);
@@ -180,6 +187,22 @@ int main(int argc, char** argv) {
   }
   if (args.help) {
     std::cout << train_sequence_usage(program);
+    return 0;
+  }
+  if (args.version) {
+    std::cout << "attograd " << ATTOGRAD_VERSION << "\n";
+    return 0;
+  }
+  if (!args.write_config_path.empty()) {
+    try {
+      prepare_outputs({{"--write-config", args.write_config_path, OutputKind::config}}, {.overwrite = args.overwrite});
+      write_file_atomically(args.write_config_path, args.config_text);
+    } catch (const std::exception& e) {
+      std::cerr << program << ": error: " << e.what() << "\n";
+      return 1;
+    }
+    std::cout << "wrote the configuration to " << args.write_config_path << " (run it with --config "
+              << args.write_config_path << ")\n";
     return 0;
   }
   try {

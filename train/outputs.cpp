@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -29,7 +30,7 @@ std::optional<struct stat> stat_of(const std::string& path) {
 // The first bytes of a regular file (enough to tell what it is).
 std::string head_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::string bytes(64, '\0');
+  std::string bytes(512, '\0');
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   bytes.resize(static_cast<size_t>(in.gcount()));
   return bytes;
@@ -39,8 +40,11 @@ std::string head_of(const std::string& path) {
 bool is_own_kind(const OutputFile& out, const std::string& head) {
   switch (out.kind) {
     case OutputKind::checkpoint: return false;  // a checkpoint always belongs to some run
-    case OutputKind::metrics_log: return head.empty() || head[0] == '{';
-    case OutputKind::plot: return head.rfind("<svg", 0) == 0 || head.rfind("<?xml", 0) == 0;
+    // What our own writers put first (metrics_log.cpp, plot.cpp, the programs' configurations):
+    // a user's JSON, SVG or TOML file that merely looks alike is not replaced.
+    case OutputKind::metrics_log: return head.empty() || head.rfind("{\"step\":", 0) == 0;
+    case OutputKind::plot: return head.find(kPlotMarker) != std::string::npos;
+    case OutputKind::config: return head.empty() || head.rfind(kConfigMarker, 0) == 0;
   }
   return false;
 }
@@ -50,6 +54,7 @@ const char* kind_name(const OutputKind kind) {
     case OutputKind::checkpoint: return "a checkpoint";
     case OutputKind::metrics_log: return "a metrics log";
     case OutputKind::plot: return "a plot";
+    case OutputKind::config: return "a configuration";
   }
   return "an output";
 }

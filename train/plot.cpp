@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "train/atomic_file.h"
+#include "train/outputs.h"
 
 namespace ag {
 
@@ -247,6 +248,7 @@ std::string metrics_plot_svg(const std::vector<MetricsRow>& rows, const PlotOpti
   svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(options.width) + "\" height=\"" +
          std::to_string(options.height) + "\" viewBox=\"0 0 " + std::to_string(options.width) + " " +
          std::to_string(options.height) + "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  svg += std::string(kPlotMarker) + "\n";
   svg += "<title>" + xml_escape(options.title) + "</title>\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"#fafafa\"/>\n";
   svg += "<text x=\"" + fmt("%.1f", width / 2) + "\" y=\"30\" text-anchor=\"middle\" font-size=\"18\">" +

@@ -1,5 +1,7 @@
 #include "examples/parity/parity.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -38,15 +40,18 @@ std::string padded(const std::string& s, size_t width) {
   return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
 }
 
-void print_usage(std::ostream& out) {
-  out << "usage: torch_parity [--quiet] FILE...\n"
-         "Runs PyTorch parity fixtures (docs/parity.md) through attograd and compares every output and\n"
-         "gradient: float64 within atol 1e-10 + rtol 1e-8 * |expected|, float32 within 1e-5 + 1e-4 * |expected|.\n"
-         "  --quiet   print the tables of failing fixtures only, and the summary\n"
-         "Exit status: 0 all tensors pass, 1 some tensor fails, 2 a malformed fixture or a bad command line.\n"
-         "Supported modules:";
-  for (const std::string& m : supported_modules()) out << ' ' << m;
-  out << '\n';
+// The command line, on CLI11; `quiet` and `paths` receive the values.
+void declare_flags(CLI::App& app, bool& quiet, std::vector<std::string>& paths) {
+  std::string modules;
+  for (const std::string& m : supported_modules()) modules += " " + m;
+  app.description(
+      "Runs PyTorch parity fixtures (docs/parity.md) through attograd and compares every output and\n"
+      "gradient: float64 within atol 1e-10 + rtol 1e-8 * |expected|, float32 within 1e-5 + 1e-4 * |expected|.");
+  app.footer("Exit status: 0 all tensors pass, 1 some tensor fails, 2 a malformed fixture or a bad command line.\n"
+             "Supported modules:" + modules);
+  app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION);
+  app.add_flag("--quiet", quiet, "print the tables of failing fixtures only, and the summary");
+  app.add_option("FILE", paths, "fixtures (.safetensors)")->required();
 }
 
 }  // namespace
@@ -186,24 +191,19 @@ void print_result(std::ostream& out, const FixtureResult& r) {
 int run_tool(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   bool quiet = false;
   std::vector<std::string> paths;
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      print_usage(out);
-      return 0;
-    }
-    if (a == "--quiet") {
-      quiet = true;
-    } else if (a.rfind("-", 0) == 0) {
-      err << "torch_parity: unknown option '" << a << "'\n";
-      print_usage(err);
-      return 2;
-    } else {
-      paths.push_back(a);
-    }
-  }
-  if (paths.empty()) {
-    err << "torch_parity: no fixture given\n";
-    print_usage(err);
+  CLI::App app{"", "torch_parity"};
+  declare_flags(app, quiet, paths);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last first
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << app.help();
+    return 0;
+  } catch (const CLI::CallForVersion&) {
+    out << app.version() << '\n';
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    err << "torch_parity: " << e.what() << "\nusage: torch_parity [--quiet] FILE... (--help for more)\n";
     return 2;
   }
   int passed = 0, failed = 0, malformed = 0;
