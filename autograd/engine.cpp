@@ -235,13 +235,18 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
     node.pending_borrowed_ = false;
     if (g.defined()) {
       GradSink sink(node, retain_graph);
-      if (Profiler* profiler = profiling::active()) {
-        const auto start = std::chrono::steady_clock::now();
-        node.fn_(g, sink);
-        profiler->add(node.name() + " backward",
-                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-      } else {
-        node.fn_(g, sink);
+      try {
+        if (Profiler* profiler = profiling::active()) {
+          const auto start = std::chrono::steady_clock::now();
+          node.fn_(g, sink);
+          profiler->add(node.name() + " backward",
+                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        } else {
+          node.fn_(g, sink);
+        }
+      } catch (const OutOfMemory& e) {
+        // The allocation knows its shape and bytes; the engine knows whose backward it was.
+        throw OutOfMemory(node.name() + " backward (gradient " + g.shape().str() + "): " + e.what());
       }
     }
     if (!retain_graph) node.release();
