@@ -25,12 +25,6 @@
 namespace ag::testing {
 namespace {
 
-std::string craft(const std::string& header, const std::string& data = {}) {
-  std::string bytes(8, '\0');
-  const uint64_t n = header.size();
-  std::memcpy(bytes.data(), &n, 8);
-  return bytes + header + data;
-}
 
 // The message of the std::runtime_error that `load` throws (empty if it does not throw).
 template <typename Load>

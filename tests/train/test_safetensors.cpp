@@ -13,13 +13,6 @@
 namespace ag::testing {
 namespace {
 
-// A file from a header (JSON text) and a data section, with a correct length prefix.
-std::string craft(const std::string& header, const std::string& data = {}) {
-  std::string bytes(8, '\0');
-  const uint64_t n = header.size();
-  std::memcpy(bytes.data(), &n, 8);
-  return bytes + header + data;
-}
 
 std::string f32_bytes(const std::vector<float>& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));

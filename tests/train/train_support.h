@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -46,6 +48,14 @@ class TempDir {
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A safetensors file from a header (JSON text) and a data section, with a correct length prefix.
+inline std::string craft(const std::string& header, const std::string& data = {}) {
+  std::string bytes(8, '\0');
+  const uint64_t n = header.size();
+  std::memcpy(bytes.data(), &n, 8);
+  return bytes + header + data;
 }
 
 inline void spit(const std::string& path, const std::string& bytes) {
