@@ -6,10 +6,35 @@
 
 namespace ag {
 
-Json parse_json(std::string_view text) {
-  // The callback sees every key before its value: one set of keys per open object finds a
-  // repeated key in linear time, and the depth of every container start is bounded.
+namespace {
+
+// The first key that occurs twice in `object`'s text, found on the error path only: the object
+// is parsed again with a set of its keys (objects nested in it are checked on their own).
+std::string first_repeated_key(std::string_view text) {
   std::vector<std::unordered_set<std::string>> open_objects;
+  std::string repeated;
+  const Json::parser_callback_t find = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
+    if (event == Json::parse_event_t::object_end) open_objects.pop_back();
+    if (event == Json::parse_event_t::key && repeated.empty() &&
+        !open_objects.back().insert(parsed.get<std::string>()).second) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
+  Json::parse(text.begin(), text.end(), find, /*allow_exceptions=*/false);
+  return repeated;
+}
+
+}  // namespace
+
+Json parse_json(std::string_view text) {
+  // The callback counts the keys of every open object; an object that ends with fewer members
+  // than keys had a repeated key (the map keeps one). Counting costs nothing per key, so a
+  // header of millions of keys parses at the library's own speed; the name of the repeated key
+  // is looked up afterwards. The depth of every container start is bounded as well.
+  std::vector<size_t> keys_seen;
+  bool repeated = false;
   const Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
     switch (event) {
       case Json::parse_event_t::object_start:
@@ -17,13 +42,12 @@ Json parse_json(std::string_view text) {
         if (depth >= kMaxJsonDepth) {
           throw JsonError("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
         }
-        if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
+        if (event == Json::parse_event_t::object_start) keys_seen.push_back(0);
         break;
-      case Json::parse_event_t::object_end: open_objects.pop_back(); break;
-      case Json::parse_event_t::key:
-        if (!open_objects.back().insert(parsed.get<std::string>()).second) {
-          throw JsonError("duplicate key \"" + parsed.get<std::string>() + "\" at nesting depth " + std::to_string(depth));
-        }
+      case Json::parse_event_t::key: ++keys_seen.back(); break;
+      case Json::parse_event_t::object_end:
+        if (parsed.size() != keys_seen.back()) repeated = true;
+        keys_seen.pop_back();
         break;
       case Json::parse_event_t::array_end:
       case Json::parse_event_t::value: break;
@@ -31,7 +55,9 @@ Json parse_json(std::string_view text) {
     return true;
   };
   try {
-    return Json::parse(text.begin(), text.end(), check, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    Json j = Json::parse(text.begin(), text.end(), check, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    if (repeated) throw JsonError("duplicate key \"" + first_repeated_key(text) + "\"");
+    return j;
   } catch (const Json::exception& e) {
     // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." minus the tag.
     std::string what = e.what();

@@ -289,13 +289,14 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   for (const auto& [name, info] : header.items()) {
     if (name == kMetadataKey) {
       if (!info.is_object()) corrupt(path, "__metadata__ is " + std::string(json_type_name(info)) + ", not an object");
-      for (const auto& [k, v] : info.items()) {
+      // The parsed object is a sorted map, so every insertion goes at the end: linear in all.
+      for (auto& [k, v] : header[kMetadataKey].items()) {
         if (!v.is_string()) corrupt(path, "__metadata__ value for '" + k + "' is " + json_type_name(v) + ", not a string");
         if (k == kChecksumKey) {
           checksum_text = v.get<std::string>();
           has_checksums = true;
         } else {
-          file.metadata[k] = v.get<std::string>();
+          file.metadata.emplace_hint(file.metadata.end(), k, std::move(v.get_ref<std::string&>()));
         }
       }
       continue;
