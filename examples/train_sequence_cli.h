@@ -18,12 +18,12 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -127,10 +127,17 @@ inline std::vector<std::pair<std::string, int>> config_keys(const std::string& p
   std::vector<std::pair<std::string, int>> keys;
   std::ifstream in(path);
   std::string line;
-  const std::regex key(R"(^\s*([A-Za-z0-9_.-]+)\s*=)");
   for (int number = 1; std::getline(in, line); ++number) {
-    std::smatch m;
-    if (std::regex_search(line, m, key)) keys.emplace_back(m[1].str(), number);
+    // `  key = value`: the name is the run of [A-Za-z0-9_.-] before '=' (blanks around it allowed).
+    const size_t begin = line.find_first_not_of(" \t");
+    const size_t eq = line.find('=');
+    if (begin == std::string::npos || eq == std::string::npos || eq <= begin) continue;
+    std::string name = line.substr(begin, eq - begin);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-';
+    });
+    if (plain) keys.emplace_back(name, number);
   }
   return keys;
 }

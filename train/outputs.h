@@ -32,7 +32,7 @@ struct OutputFile {
 };
 
 struct OutputPolicy {
-  std::string resume;      // the checkpoint this run continues, empty for a fresh run
+  std::string resume{};    // the checkpoint this run continues, empty for a fresh run
   bool overwrite = false;  // replace existing files of other runs
 };
 
