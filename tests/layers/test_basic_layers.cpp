@@ -382,7 +382,8 @@ BOOST_AUTO_TEST_CASE(linear_and_embedding_refuse_sizes_that_do_not_fit) {
   const int64_t huge = int64_t{1} << 62;
   AG_CHECK_THROWS_WITH(Linear(LinearOptions{.in_features = 4, .out_features = huge}), std::invalid_argument,
                        "Linear weight", "(4611686018427387904, 4)");
-  AG_CHECK_THROWS_WITH(Embedding(EmbeddingOptions{.num_embeddings = huge, .embedding_dim = 4}), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(Embedding(EmbeddingOptions{.num_embeddings = huge, .embedding_dim = 4, .padding_idx = {}}),
+                       std::invalid_argument,
                        "Embedding weight", "(4611686018427387904, 4)");
 }
 
