@@ -78,6 +78,9 @@ struct TrainerLimits {
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const TrainerOptions& options);
 
+// The learning-rate schedule the options describe (warm-up, decay to min_lr at `steps`).
+LrScheduleOptions schedule_options(const TrainerOptions& options);
+
 // The trajectory-shaping options (the first group above) as JSON, and back into `base` (whose
 // observing options are kept). Parsing checks every field; std::invalid_argument otherwise.
 std::string trainer_options_to_json(const TrainerOptions& options);

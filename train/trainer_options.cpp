@@ -1,0 +1,132 @@
+// TrainerOptions: names of the choices, validation against TrainerLimits, and the JSON of the
+// trajectory-shaping options that checkpoints store (train/trainer.h).
+#include <cmath>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "train/json_text.h"
+#include "train/trainer.h"
+
+namespace ag {
+
+namespace {
+
+std::string number(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+LrScheduleOptions schedule_options(const TrainerOptions& o) {
+  return {.lr = o.lr, .min_lr = o.min_lr, .warmup_steps = o.warmup_steps, .total_steps = o.steps, .decay = o.schedule};
+}
+
+const char* optimizer_kind_name(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd: return "sgd";
+    case OptimizerKind::adam: return "adam";
+    case OptimizerKind::adamw: return "adamw";
+  }
+  return "?";
+}
+
+OptimizerKind parse_optimizer_kind(const std::string& name) {
+  for (OptimizerKind k : {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw}) {
+    if (name == optimizer_kind_name(k)) return k;
+  }
+  throw std::invalid_argument("unknown optimizer '" + name + "' (choose sgd, adam or adamw)");
+}
+
+void validate(const TrainerOptions& o) {
+  const auto fail = [](const std::string& what) { throw std::invalid_argument("Trainer: " + what); };
+  using L = TrainerLimits;
+  if (!(o.lr > 0 && o.lr <= L::lr)) fail("lr must lie in (0, " + number(L::lr) + "], got " + number(o.lr));
+  if (!(o.min_lr >= 0 && o.min_lr <= o.lr)) fail("min_lr must lie in [0, lr=" + number(o.lr) + "], got " + number(o.min_lr));
+  if (!(o.weight_decay >= 0 && o.weight_decay <= L::lr)) {
+    fail("weight_decay must lie in [0, " + number(L::lr) + "], got " + number(o.weight_decay));
+  }
+  if (!(o.momentum >= 0 && o.momentum < 1)) fail("momentum must lie in [0, 1), got " + number(o.momentum));
+  if (o.steps < 1 || o.steps > L::steps) {
+    fail("steps must lie in [1, " + std::to_string(L::steps) + "], got " + std::to_string(o.steps));
+  }
+  if (o.warmup_steps < 0 || o.warmup_steps > L::steps) {
+    fail("warmup_steps must lie in [0, " + std::to_string(L::steps) + "], got " + std::to_string(o.warmup_steps));
+  }
+  if (o.schedule != LrDecay::constant && o.warmup_steps >= o.steps) {
+    fail("warmup_steps " + std::to_string(o.warmup_steps) + " must be below steps " + std::to_string(o.steps) +
+         " for a " + lr_decay_name(o.schedule) + " decay");
+  }
+  if (!(o.clip_norm >= 0 && o.clip_norm <= L::clip_norm)) {
+    fail("clip_norm must lie in [0, " + number(L::clip_norm) + "] (0 turns clipping off), got " + number(o.clip_norm));
+  }
+  if (o.eval_every < 1 || o.eval_every > L::steps) {
+    fail("eval_every must lie in [1, " + std::to_string(L::steps) + "], got " + std::to_string(o.eval_every));
+  }
+  if (o.eval_sequences < 1 || o.eval_sequences > L::eval_sequences) {
+    fail("eval_sequences must lie in [1, " + std::to_string(L::eval_sequences) + "], got " + std::to_string(o.eval_sequences));
+  }
+  if (!(o.target_seq_acc > 0)) fail("target_seq_acc must be > 0 (above 1 never stops early), got " + number(o.target_seq_acc));
+  if (o.threads < 1 || o.threads > L::threads) {
+    fail("threads must lie in [1, " + std::to_string(L::threads) + "], got " + std::to_string(o.threads));
+  }
+  LrSchedule check(schedule_options(o));  // the schedule's own checks
+}
+
+std::string trainer_options_to_json(const TrainerOptions& o) {
+  return OrderedJson({{"optimizer", optimizer_kind_name(o.optimizer)},
+                      {"lr", o.lr},
+                      {"min_lr", o.min_lr},
+                      {"weight_decay", o.weight_decay},
+                      {"momentum", o.momentum},
+                      {"warmup_steps", o.warmup_steps},
+                      {"schedule", lr_decay_name(o.schedule)},
+                      {"steps", o.steps},
+                      {"clip_norm", o.clip_norm}})
+      .dump();
+}
+
+TrainerOptions trainer_options_from_json(const std::string& text, const TrainerOptions& base) {
+  const std::string op = "trainer_options_from_json: ";
+  const Json j = parse_options_object(text,
+                                      {"optimizer", "lr", "min_lr", "weight_decay", "momentum", "warmup_steps",
+                                       "schedule", "steps", "clip_norm"},
+                                      op);
+  const auto field = [&](const char* key) -> const Json& {
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
+    return *it;
+  };
+  const auto wrong = [&](const char* key, const char* type) {
+    return std::invalid_argument(op + "\"" + key + "\" must be " + type + ", got " + field(key).dump());
+  };
+  const auto real = [&](const char* key) {
+    if (!field(key).is_number()) throw wrong(key, "a number");
+    return field(key).get<double>();
+  };
+  const auto integer = [&](const char* key) {
+    const std::optional<int64_t> v = json_int64(field(key));
+    if (!v) throw wrong(key, "an integer");
+    return *v;
+  };
+  const auto text_of = [&](const char* key) {
+    if (!field(key).is_string()) throw wrong(key, "a string");
+    return field(key).get<std::string>();
+  };
+  TrainerOptions o = base;
+  o.optimizer = parse_optimizer_kind(text_of("optimizer"));
+  o.lr = real("lr");
+  o.min_lr = real("min_lr");
+  o.weight_decay = real("weight_decay");
+  o.momentum = real("momentum");
+  o.warmup_steps = integer("warmup_steps");
+  o.schedule = parse_lr_decay(text_of("schedule"));
+  o.steps = integer("steps");
+  o.clip_norm = real("clip_norm");
+  validate(o);
+  return o;
+}
+
+}  // namespace ag
