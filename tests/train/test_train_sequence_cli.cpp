@@ -223,6 +223,28 @@ BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
   BOOST_TEST(b.config_text == a.config_text);
 }
 
+// The run itself, from the command line and from the configuration it wrote: the same losses,
+// bit for bit (what train_sequence does with the parsed options, for a few steps).
+BOOST_AUTO_TEST_CASE(a_run_from_the_written_configuration_repeats_the_run_bit_for_bit) {
+  TempDir dir;
+  const TrainSequenceArgs a = parse({"--task", "sort", "--length", "6", "--vocab", "6", "--d-model", "16", "--heads",
+                                     "2", "--d-ff", "32", "--dropout", "0.1", "--lr", "0.0031", "--seed", "7",
+                                     "--steps", "30", "--warmup", "3"});
+  spit(dir.file("run.toml"), a.config_text);
+  const TrainSequenceArgs b = parse_train_sequence_args({"--config", dir.file("run.toml")});
+  const auto losses = [](const TrainSequenceArgs& args) {
+    manual_seed(args.seed);
+    SequenceModel model(args.model);
+    Trainer trainer(model, args.task, args.trainer);
+    std::vector<double> out;
+    for (int i = 0; i < 6; ++i) out.push_back(trainer.train_step().loss);
+    return out;
+  };
+  const std::vector<double> la = losses(a), lb = losses(b);
+  BOOST_TEST(la == lb, "the run from the written configuration differs");
+  BOOST_TEST(la.front() != la.back());  // it did train
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace ag::testing
