@@ -43,7 +43,11 @@ bool is_own_kind(const OutputFile& out, const std::string& head) {
     // What our own writers put first (metrics_log.cpp, plot.cpp, the programs' configurations):
     // a user's JSON, SVG or TOML file that merely looks alike is not replaced.
     case OutputKind::metrics_log: return head.empty() || head.rfind("{\"step\":", 0) == 0;
-    case OutputKind::plot: return head.find(kPlotMarker) != std::string::npos;
+    case OutputKind::plot:
+      // Plots written before the marker existed begin with plot.cpp's exact opening lines.
+      return head.find(kPlotMarker) != std::string::npos ||
+             (head.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", 0) == 0 &&
+              head.find("font-family=\"sans-serif\" font-size=\"12\">\n<title>") != std::string::npos);
     case OutputKind::config: return head.empty() || head.rfind(kConfigMarker, 0) == 0;
   }
   return false;
