@@ -447,6 +447,11 @@ BOOST_AUTO_TEST_CASE(a_fresh_run_does_not_replace_another_runs_files_without_ove
   spit(dir.file("p.svg"), std::string("<?xml version=\"1.0\"?>\n<svg>") + kPlotMarker + "</svg>");
   prepare_outputs({{"--log", dir.file("m.jsonl"), OutputKind::metrics_log}, {"--plot", dir.file("p.svg"), OutputKind::plot}},
                   {});
+  // A plot of a version from before the marker: plot.cpp's exact opening lines.
+  spit(dir.file("old.svg"),
+       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" "
+       "height=\"700\" viewBox=\"0 0 900 700\" font-family=\"sans-serif\" font-size=\"12\">\n<title>reverse</title>");
+  prepare_outputs({{"--plot", dir.file("old.svg"), OutputKind::plot}}, {});
 }
 
 BOOST_AUTO_TEST_CASE(directories_and_unwritable_places_are_refused_before_training) {
