@@ -1,5 +1,6 @@
 // The whole model (train/sequence_model.h) with its cross-entropy loss, and the golden training
 // run: the same model trained with AdamW on the batches stored in the fixture.
+#include <functional>
 #include <stdexcept>
 
 #include "autograd/nn_ops.h"
@@ -68,9 +69,10 @@ ModuleRun run_sequence_model(const Fixture& f) {
   return run;
 }
 
-std::vector<TensorComparison> run_training(const Fixture& f) {
+std::vector<TensorComparison> run_golden_adamw(const Fixture& f, const NamedVariables& params,
+                                               const std::function<Variable(const Indices&)>& logits,
+                                               const CrossEntropyOptions& loss_options) {
   const Config& c = f.config();
-  auto model = build_model(f, c.object("model"));
   const Config& opt = c.object("optimizer");
   const std::string kind = opt.string("name", "AdamW");
   if (kind != "AdamW") f.fail("config.optimizer.name '" + kind + "' is not supported (AdamW is)");
@@ -81,7 +83,6 @@ std::vector<TensorComparison> run_training(const Fixture& f) {
   o.eps = opt.number("eps", o.eps);
   o.weight_decay = opt.number("weight_decay", o.weight_decay);
   const int64_t steps = c.integer("steps");
-  const CrossEntropyOptions loss_options = read_loss_options(f);
 
   const Indices ids = f.indices("input.ids");
   const Indices targets = f.indices("input.targets");
@@ -92,7 +93,7 @@ std::vector<TensorComparison> run_training(const Fixture& f) {
   const Tensor expected = f.tensor("expect.loss");
   std::unique_ptr<AdamW> optimizer;
   try {
-    optimizer = std::make_unique<AdamW>(model->named_parameters(), o);
+    optimizer = std::make_unique<AdamW>(params, o);
   } catch (const std::invalid_argument& e) {
     f.fail(std::string("bad config.optimizer: ") + e.what());
   }
@@ -102,13 +103,19 @@ std::vector<TensorComparison> run_training(const Fixture& f) {
   Tensor losses = zeros(Shape{steps}, f.dtype());
   for (int64_t s = 0; s < steps; ++s) {
     optimizer->zero_grad();
-    const Variable loss = cross_entropy(model->forward(step_of(ids, s)), step_of(targets, s), loss_options);
+    const Variable loss = cross_entropy(logits(step_of(ids, s)), step_of(targets, s), loss_options);
     losses.set({s}, loss.item());
     loss.backward();
     optimizer->step();
   }
   const Tolerance tolerance = f.dtype() == DType::f32 ? Tolerance{kTrainingLossAtol, 0.0} : tolerance_for(DType::f64);
   return {compare_tensors("loss", losses, expected, tolerance)};
+}
+
+std::vector<TensorComparison> run_training(const Fixture& f) {
+  auto model = build_model(f, f.config().object("model"));
+  return run_golden_adamw(f, model->named_parameters(), [&](const Indices& ids) { return model->forward(ids); },
+                          read_loss_options(f));
 }
 
 }  // namespace ag::parity

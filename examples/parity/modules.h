@@ -4,6 +4,7 @@
 // the same way for every module.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include "examples/parity/parity.h"
 #include "layers/attention_mask.h"
 #include "layers/module.h"
+#include "autograd/nn_ops.h"
 
 namespace ag::parity {
 
@@ -39,6 +41,11 @@ AttentionMask read_mask(const Fixture& fixture, int64_t B, int64_t Tq, int64_t T
 ModuleRun run_sequence_model(const Fixture& fixture);
 // TrainingRun: the loss at every AdamW step against expect.loss (model.cpp).
 std::vector<TensorComparison> run_training(const Fixture& fixture);
+// The golden run behind both: AdamW from config.optimizer, config.steps updates of `params` on
+// input.ids / input.targets (steps, B, T) through `logits`, each loss against expect.loss.
+std::vector<TensorComparison> run_golden_adamw(const Fixture& fixture, const NamedVariables& params,
+                                               const std::function<Variable(const Indices&)>& logits,
+                                               const CrossEntropyOptions& loss_options);
 // GPT: ids -> logits; GPTTrainingRun: the GPT's loss at every AdamW step (gpt.cpp).
 ModuleRun run_gpt(const Fixture& fixture);
 std::vector<TensorComparison> run_gpt_training(const Fixture& fixture);
