@@ -1,13 +1,13 @@
 #include "core/storage.h"
 
+#include "core/format.h"
+
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // mremap
 #endif
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <iterator>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -294,19 +294,6 @@ std::size_t rounded_size(std::size_t bytes) {
 }
 
 }  // namespace
-
-std::string format_bytes(double bytes) {
-  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit + 1 < static_cast<int>(std::size(kUnits))) {
-    bytes /= 1024;
-    ++unit;
-  }
-  char text[64];
-  if (unit == 0) std::snprintf(text, sizeof text, "%.0f bytes", bytes);
-  else std::snprintf(text, sizeof text, "%.1f %s", bytes, kUnits[unit]);
-  return text;
-}
 
 Storage::Storage(std::size_t bytes) : bytes_(bytes) { data_ = cache().acquire(rounded_size(bytes)); }
 

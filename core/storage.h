@@ -10,6 +10,8 @@
 #include <new>
 #include <string>
 
+#include "core/format.h"
+
 namespace ag {
 
 // The system refused memory. It is a std::bad_alloc (so code that handles allocation failure
@@ -23,9 +25,6 @@ class OutOfMemory : public std::bad_alloc {
  private:
   std::string what_;
 };
-
-// "1.5 GiB", "320.0 MiB", "12 bytes": a byte count for messages.
-std::string format_bytes(double bytes);
 
 class Storage {
  public:

@@ -1,9 +1,9 @@
+#include "core/format.h"
 #include "models/generate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -14,19 +14,13 @@ namespace ag {
 
 namespace {
 
-std::string number(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 void check_logits(const std::vector<double>& logits, const char* op) {
   if (logits.empty()) throw std::invalid_argument(std::string(op) + ": no logits (an empty vocabulary)");
   bool any_finite = false;
   for (size_t i = 0; i < logits.size(); ++i) {
     const double v = logits[i];
     if (std::isnan(v) || v == INFINITY) {
-      throw std::invalid_argument(std::string(op) + ": logit " + number(v) + " of token " + std::to_string(i) +
+      throw std::invalid_argument(std::string(op) + ": logit " + format_number(v) + " of token " + std::to_string(i) +
                                   " (of " + std::to_string(logits.size()) + "); only finite values or -inf are allowed");
     }
     any_finite |= std::isfinite(v);
@@ -73,13 +67,13 @@ class ModeGuard {
 void validate(const SamplingOptions& o) {
   if (!(o.temperature >= 0.0) || !std::isfinite(o.temperature)) {
     throw std::invalid_argument("sampling: temperature must be finite and >= 0 (0 is greedy), got " +
-                                number(o.temperature));
+                                format_number(o.temperature));
   }
   if (o.top_k < 0) {
     throw std::invalid_argument("sampling: top_k must be >= 0 (0 keeps every token), got " + std::to_string(o.top_k));
   }
   if (!(o.top_p > 0.0 && o.top_p <= 1.0)) {
-    throw std::invalid_argument("sampling: top_p must lie in (0, 1] (1 keeps every token), got " + number(o.top_p));
+    throw std::invalid_argument("sampling: top_p must lie in (0, 1] (1 keeps every token), got " + format_number(o.top_p));
   }
 }
 

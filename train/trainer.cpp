@@ -1,3 +1,4 @@
+#include "core/format.h"
 #include "train/trainer.h"
 
 #include <algorithm>
@@ -33,11 +34,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::string number(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 TaskOptions with_batch(TaskOptions task, int64_t batch) {
   task.batch_size = batch;
@@ -93,7 +89,7 @@ void Trainer::diverged(int64_t update, const std::string& what, double grad_norm
   os << "training diverged at update " << update << ": " << what << ", gradient norm " << grad_norm;
   os << ", learning rate " << lr << ". Likely causes: a learning rate too high for this model (lr " << options_.lr
      << "), too short a warm-up (warmup_steps " << options_.warmup_steps << "), "
-     << (options_.clip_norm > 0 ? "a clipping norm too large (clip_norm " + number(options_.clip_norm) + ")"
+     << (options_.clip_norm > 0 ? "a clipping norm too large (clip_norm " + format_number(options_.clip_norm) + ")"
                                 : std::string("no gradient clipping (clip_norm 0)"))
      << ". This update was not applied; ";
   if (outputs_.checkpoint_path.empty()) {
@@ -145,14 +141,14 @@ StepResult Trainer::train_step() {
   // norm too; nothing is applied until all three have passed.
   loss.backward();
   r.grad_norm = options_.clip_norm > 0 ? clip_grad_norm(params_, options_.clip_norm) : grad_norm(params_);
-  if (!std::isfinite(r.loss)) diverged(update, "the loss is " + number(r.loss), r.grad_norm, r.lr);
+  if (!std::isfinite(r.loss)) diverged(update, "the loss is " + format_number(r.loss), r.grad_norm, r.lr);
   if (first_loss_ == 0) first_loss_ = r.loss;
   if (r.loss > divergence_limit()) {
-    diverged(update, "the loss " + number(r.loss) + " is more than " + number(kDivergenceFactor) +
-                         " times the run's starting loss " + number(divergence_limit() / kDivergenceFactor),
+    diverged(update, "the loss " + format_number(r.loss) + " is more than " + format_number(kDivergenceFactor) +
+                         " times the run's starting loss " + format_number(divergence_limit() / kDivergenceFactor),
              r.grad_norm, r.lr);
   }
-  if (!std::isfinite(r.grad_norm)) diverged(update, "the gradient norm is " + number(r.grad_norm), r.grad_norm, r.lr);
+  if (!std::isfinite(r.grad_norm)) diverged(update, "the gradient norm is " + format_number(r.grad_norm), r.grad_norm, r.lr);
   optimizer_->set_lr(r.lr);
   optimizer_->step();
   step_ = update;
@@ -224,8 +220,8 @@ TrainSummary Trainer::run() {
     // Parameters that make the held-out loss explode are not saved over the last good ones.
     const double eval_loss = summary.eval.loss();
     if (last != nullptr && !(eval_loss <= divergence_limit())) {
-      diverged(step_, "the held-out loss after it is " + number(eval_loss) + " (the limit is " +
-                          number(divergence_limit()) + ")",
+      diverged(step_, "the held-out loss after it is " + format_number(eval_loss) + " (the limit is " +
+                          format_number(divergence_limit()) + ")",
                last->grad_norm, last->lr);
     }
     MetricsRow row;

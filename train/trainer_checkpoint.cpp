@@ -2,9 +2,9 @@
 // (the model, task and trainer options, and the loop's window and clock), and resuming from it.
 #include <cmath>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 
+#include "core/format.h"
 #include "core/rng.h"
 #include "train/checkpoint.h"
 #include "train/json_text.h"
@@ -13,12 +13,6 @@
 namespace ag {
 
 namespace {
-
-std::string number(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 const std::string& metadata_entry(const std::string& path, const CheckpointInfo& info, const char* key) {
   const auto it = info.metadata.find(key);
@@ -87,7 +81,7 @@ LoopState loop_state_from_json(const std::string& text) {
   s.elapsed_s = real("elapsed_s");
   if (j.contains("first_loss")) s.first_loss = real("first_loss");
   if (!(s.first_loss >= 0 && std::isfinite(s.first_loss))) {
-    throw std::invalid_argument("first_loss " + number(s.first_loss) + " is not a finite loss");
+    throw std::invalid_argument("first_loss " + format_number(s.first_loss) + " is not a finite loss");
   }
   if (s.step < 0 || s.step > TrainerLimits::steps || s.window_steps < 0 || s.window_steps > s.step) {
     throw std::invalid_argument("step " + std::to_string(s.step) + " and window_steps " +
@@ -95,10 +89,10 @@ LoopState loop_state_from_json(const std::string& text) {
                                 std::to_string(TrainerLimits::steps) + ")");
   }
   if (!(s.elapsed_s >= 0 && s.elapsed_s < 1e10)) {
-    throw std::invalid_argument("elapsed_s " + number(s.elapsed_s) + " is not a duration in seconds");
+    throw std::invalid_argument("elapsed_s " + format_number(s.elapsed_s) + " is not a duration in seconds");
   }
   if (!(s.window_loss_sum >= 0 && std::isfinite(s.window_loss_sum))) {
-    throw std::invalid_argument("window_loss_sum " + number(s.window_loss_sum) + " is not a finite sum of losses");
+    throw std::invalid_argument("window_loss_sum " + format_number(s.window_loss_sum) + " is not a finite sum of losses");
   }
   return s;
 }

@@ -2,23 +2,13 @@
 // trajectory-shaping options that checkpoints store (train/trainer.h).
 #include <cmath>
 #include <optional>
-#include <sstream>
 #include <stdexcept>
 
+#include "core/format.h"
 #include "train/json_text.h"
 #include "train/trainer.h"
 
 namespace ag {
-
-namespace {
-
-std::string number(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
-}  // namespace
 
 LrScheduleOptions schedule_options(const TrainerOptions& o) {
   return {.lr = o.lr, .min_lr = o.min_lr, .warmup_steps = o.warmup_steps, .total_steps = o.steps, .decay = o.schedule};
@@ -43,12 +33,16 @@ OptimizerKind parse_optimizer_kind(const std::string& name) {
 void validate(const TrainerOptions& o) {
   const auto fail = [](const std::string& what) { throw std::invalid_argument("Trainer: " + what); };
   using L = TrainerLimits;
-  if (!(o.lr > 0 && o.lr <= L::lr)) fail("lr must lie in (0, " + number(L::lr) + "], got " + number(o.lr));
-  if (!(o.min_lr >= 0 && o.min_lr <= o.lr)) fail("min_lr must lie in [0, lr=" + number(o.lr) + "], got " + number(o.min_lr));
-  if (!(o.weight_decay >= 0 && o.weight_decay <= L::lr)) {
-    fail("weight_decay must lie in [0, " + number(L::lr) + "], got " + number(o.weight_decay));
+  if (!(o.lr > 0 && o.lr <= L::lr)) {
+    fail("lr must lie in (0, " + format_number(L::lr) + "], got " + format_number(o.lr));
   }
-  if (!(o.momentum >= 0 && o.momentum < 1)) fail("momentum must lie in [0, 1), got " + number(o.momentum));
+  if (!(o.min_lr >= 0 && o.min_lr <= o.lr)) {
+    fail("min_lr must lie in [0, lr=" + format_number(o.lr) + "], got " + format_number(o.min_lr));
+  }
+  if (!(o.weight_decay >= 0 && o.weight_decay <= L::lr)) {
+    fail("weight_decay must lie in [0, " + format_number(L::lr) + "], got " + format_number(o.weight_decay));
+  }
+  if (!(o.momentum >= 0 && o.momentum < 1)) fail("momentum must lie in [0, 1), got " + format_number(o.momentum));
   if (o.steps < 1 || o.steps > L::steps) {
     fail("steps must lie in [1, " + std::to_string(L::steps) + "], got " + std::to_string(o.steps));
   }
@@ -60,15 +54,19 @@ void validate(const TrainerOptions& o) {
          " for a " + lr_decay_name(o.schedule) + " decay");
   }
   if (!(o.clip_norm >= 0 && o.clip_norm <= L::clip_norm)) {
-    fail("clip_norm must lie in [0, " + number(L::clip_norm) + "] (0 turns clipping off), got " + number(o.clip_norm));
+    fail("clip_norm must lie in [0, " + format_number(L::clip_norm) + "] (0 turns clipping off), got " +
+         format_number(o.clip_norm));
   }
   if (o.eval_every < 1 || o.eval_every > L::steps) {
     fail("eval_every must lie in [1, " + std::to_string(L::steps) + "], got " + std::to_string(o.eval_every));
   }
   if (o.eval_sequences < 1 || o.eval_sequences > L::eval_sequences) {
-    fail("eval_sequences must lie in [1, " + std::to_string(L::eval_sequences) + "], got " + std::to_string(o.eval_sequences));
+    fail("eval_sequences must lie in [1, " + std::to_string(L::eval_sequences) + "], got " +
+         std::to_string(o.eval_sequences));
   }
-  if (!(o.target_seq_acc > 0)) fail("target_seq_acc must be > 0 (above 1 never stops early), got " + number(o.target_seq_acc));
+  if (!(o.target_seq_acc > 0)) {
+    fail("target_seq_acc must be > 0 (above 1 never stops early), got " + format_number(o.target_seq_acc));
+  }
   if (o.threads < 1 || o.threads > L::threads) {
     fail("threads must lie in [1, " + std::to_string(L::threads) + "], got " + std::to_string(o.threads));
   }
