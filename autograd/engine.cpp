@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <unordered_set>
 
-#include "autograd/grad_mode.h"
-#include "autograd/profiler.h"
-#include "autograd/variable.h"
-#include "core/kernels.h"
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/autograd/profiler.h"
+#include "attograd/autograd/variable.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

@@ -1,4 +1,4 @@
-#include "autograd/gradcheck.h"
+#include "attograd/autograd/gradcheck.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/grad_mode.h"
-#include "core/rng.h"
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/core/rng.h"
 
 namespace ag {
 

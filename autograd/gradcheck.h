@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/variable.h"
+#include "attograd/autograd/variable.h"
 
 namespace ag {
 

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "autograd/variable.h"
-#include "core/indices.h"
-#include "core/rng.h"
+#include "attograd/autograd/variable.h"
+#include "attograd/core/indices.h"
+#include "attograd/core/rng.h"
 
 namespace ag {
 

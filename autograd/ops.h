@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/variable.h"
+#include "attograd/autograd/variable.h"
 
 namespace ag {
 

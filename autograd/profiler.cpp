@@ -1,4 +1,4 @@
-#include "autograd/profiler.h"
+#include "attograd/autograd/profiler.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,10 +1,10 @@
 // Variable accessors, grad mode, and make_result (how an op joins the graph).
-#include "autograd/variable.h"
+#include "attograd/autograd/variable.h"
 
 #include <stdexcept>
 
-#include "autograd/grad_mode.h"
-#include "autograd/profiler.h"
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/autograd/profiler.h"
 
 namespace ag {
 

@@ -28,7 +28,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include "attograd/core/tensor.h"
 
 namespace ag {
 

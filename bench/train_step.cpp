@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "attograd.h"
-#include "train/optim.h"
-#include "train/sequence_model.h"
-#include "train/tasks.h"
+#include "attograd/train/optim.h"
+#include "attograd/models/sequence_model.h"
+#include "attograd/train/tasks.h"
 
 namespace {
 

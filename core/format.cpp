@@ -1,4 +1,4 @@
-#include "core/format.h"
+#include "attograd/core/format.h"
 
 #include <cstdio>
 #include <iterator>

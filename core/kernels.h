@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include "attograd/core/tensor.h"
 
 namespace ag::kernels {
 
@@ -86,8 +86,8 @@ Tensor concat(const std::vector<Tensor>& parts, int64_t axis);
 // Forward and backward pairs behind autograd/nn_ops.h. Each forward returns exactly what its
 // backward reads, and every error names the op the user called (layer_norm, dropout, ...).
 // ====================================================================================
-#include "core/indices.h"
-#include "core/rng.h"
+#include "attograd/core/indices.h"
+#include "attograd/core/rng.h"
 
 namespace ag::kernels {
 

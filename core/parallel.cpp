@@ -1,4 +1,4 @@
-#include "core/parallel.h"
+#include "attograd/core/parallel.h"
 
 #include <cblas.h>
 

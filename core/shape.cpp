@@ -1,4 +1,4 @@
-#include "core/shape.h"
+#include "attograd/core/shape.h"
 
 #include <algorithm>
 #include <sstream>

@@ -1,6 +1,6 @@
-#include "core/storage.h"
+#include "attograd/core/storage.h"
 
-#include "core/format.h"
+#include "attograd/core/format.h"
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE  // mremap

@@ -10,7 +10,7 @@
 #include <new>
 #include <string>
 
-#include "core/format.h"
+#include "attograd/core/format.h"
 
 namespace ag {
 

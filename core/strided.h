@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/shape.h"
+#include "attograd/core/shape.h"
 
 namespace ag {
 

@@ -1,4 +1,4 @@
-#include "core/tensor.h"
+#include "attograd/core/tensor.h"
 
 #include <algorithm>
 #include <iomanip>
@@ -6,8 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/indices.h"
-#include "core/strided.h"
+#include "attograd/core/indices.h"
+#include "attograd/core/strided.h"
 
 namespace ag {
 

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/rng.h"
-#include "core/shape.h"
-#include "core/storage.h"
+#include "attograd/core/dtype.h"
+#include "attograd/core/rng.h"
+#include "attograd/core/shape.h"
+#include "attograd/core/storage.h"
 
 namespace ag {
 

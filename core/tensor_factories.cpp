@@ -7,7 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "core/tensor.h"
+#include "attograd/core/tensor.h"
 
 namespace ag {
 

@@ -1,11 +1,11 @@
-#include "core/threads.h"
+#include "attograd/core/threads.h"
 
 #include <cblas.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "core/parallel.h"
+#include "attograd/core/parallel.h"
 
 namespace ag {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "examples/parity/parity.h"
+#include "parity/parity.h"
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);

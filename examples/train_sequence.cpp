@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "core/rng.h"
-#include "examples/train_sequence_cli.h"
-#include "train/atomic_file.h"
-#include "train/memory.h"
-#include "train/outputs.h"
-#include "train/progress.h"
-#include "train/trainer.h"
+#include "attograd/core/rng.h"
+#include "train_sequence_cli.h"
+#include "attograd/train/atomic_file.h"
+#include "attograd/train/memory.h"
+#include "attograd/train/outputs.h"
+#include "attograd/train/progress.h"
+#include "attograd/train/trainer.h"
 
 namespace {
 

@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include "train/outputs.h"
-#include "train/sequence_model.h"
-#include "train/tasks.h"
-#include "train/trainer.h"
+#include "attograd/train/outputs.h"
+#include "attograd/models/sequence_model.h"
+#include "attograd/train/tasks.h"
+#include "attograd/train/trainer.h"
 
 #ifndef ATTOGRAD_VERSION
 #define ATTOGRAD_VERSION "unknown"

@@ -1,9 +1,9 @@
-#include "layers/activation.h"
+#include "attograd/layers/activation.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
+#include "attograd/autograd/ops.h"
 
 namespace ag {
 

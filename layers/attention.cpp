@@ -1,11 +1,11 @@
-#include "layers/attention.h"
+#include "attograd/layers/attention.h"
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/nn_ops.h"
-#include "autograd/ops.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/autograd/ops.h"
 
 namespace ag {
 

@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <string>
 
-#include "layers/attention_mask.h"
-#include "layers/linear.h"
-#include "layers/module.h"
+#include "attograd/layers/attention_mask.h"
+#include "attograd/layers/linear.h"
+#include "attograd/layers/module.h"
 
 namespace ag {
 

@@ -1,10 +1,10 @@
-#include "layers/attention_mask.h"
+#include "attograd/layers/attention_mask.h"
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "core/kernels.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "autograd/variable.h"
-#include "core/indices.h"
+#include "attograd/autograd/variable.h"
+#include "attograd/core/indices.h"
 
 namespace ag {
 

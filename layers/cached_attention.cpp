@@ -1,12 +1,12 @@
-#include "layers/cached_attention.h"
+#include "attograd/layers/cached_attention.h"
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "autograd/grad_mode.h"
-#include "autograd/nn_ops.h"
-#include "autograd/ops.h"
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/autograd/ops.h"
 
 namespace ag {
 

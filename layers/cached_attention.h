@@ -20,9 +20,9 @@
 
 #include <cstdint>
 
-#include "layers/attention.h"
-#include "layers/kv_cache.h"
-#include "layers/transformer.h"
+#include "attograd/layers/attention.h"
+#include "attograd/layers/kv_cache.h"
+#include "attograd/layers/transformer.h"
 
 namespace ag {
 

@@ -1,7 +1,7 @@
 // check_layer: the contract checks of check_layer.h, one member of LayerChecker per row of the
 // report. A Restorer puts the module, the inputs' gradients and the generator back as they
 // were, on return and on exception alike.
-#include "layers/check_layer.h"
+#include "attograd/layers/check_layer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,10 +11,10 @@
 #include <typeinfo>
 #include <utility>
 
-#include "autograd/grad_mode.h"
-#include "core/kernels.h"
-#include "layers/attention.h"
-#include "layers/dropout.h"
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/core/kernels.h"
+#include "attograd/layers/attention.h"
+#include "attograd/layers/dropout.h"
 
 namespace ag {
 

@@ -51,8 +51,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/gradcheck.h"
-#include "layers/module.h"
+#include "attograd/autograd/gradcheck.h"
+#include "attograd/layers/module.h"
 
 namespace ag {
 

@@ -3,7 +3,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "layers/check_layer.h"
+#include "attograd/layers/check_layer.h"
 
 namespace ag {
 

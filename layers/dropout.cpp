@@ -1,9 +1,9 @@
-#include "layers/dropout.h"
+#include "attograd/layers/dropout.h"
 
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/nn_ops.h"
+#include "attograd/autograd/nn_ops.h"
 
 namespace ag {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "layers/module.h"
+#include "attograd/layers/module.h"
 
 namespace ag {
 

@@ -1,9 +1,9 @@
-#include "layers/embedding.h"
+#include "attograd/layers/embedding.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "autograd/nn_ops.h"
+#include "attograd/autograd/nn_ops.h"
 
 namespace ag {
 

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "core/indices.h"
-#include "layers/module.h"
+#include "attograd/core/indices.h"
+#include "attograd/layers/module.h"
 
 namespace ag {
 

@@ -1,4 +1,4 @@
-#include "layers/feed_forward.h"
+#include "attograd/layers/feed_forward.h"
 
 #include <stdexcept>
 

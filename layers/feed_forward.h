@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <string>
 
-#include "layers/activation.h"
-#include "layers/dropout.h"
-#include "layers/linear.h"
-#include "layers/module.h"
+#include "attograd/layers/activation.h"
+#include "attograd/layers/dropout.h"
+#include "attograd/layers/linear.h"
+#include "attograd/layers/module.h"
 
 namespace ag {
 

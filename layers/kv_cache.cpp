@@ -1,4 +1,4 @@
-#include "layers/kv_cache.h"
+#include "attograd/layers/kv_cache.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,9 +1,9 @@
-#include "layers/layer_norm.h"
+#include "attograd/layers/layer_norm.h"
 
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/nn_ops.h"
+#include "attograd/autograd/nn_ops.h"
 
 namespace ag {
 

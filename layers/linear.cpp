@@ -1,11 +1,11 @@
-#include "layers/linear.h"
+#include "attograd/layers/linear.h"
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "autograd/nn_ops.h"
-#include "autograd/ops.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/autograd/ops.h"
 
 namespace ag {
 

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "layers/module.h"
+#include "attograd/layers/module.h"
 
 namespace ag {
 

@@ -1,4 +1,4 @@
-#include "layers/module.h"
+#include "attograd/layers/module.h"
 
 #include <algorithm>
 #include <cctype>

@@ -31,7 +31,7 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/variable.h"
+#include "attograd/autograd/variable.h"
 
 namespace ag {
 

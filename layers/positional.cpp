@@ -1,11 +1,11 @@
-#include "layers/positional.h"
+#include "attograd/layers/positional.h"
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "autograd/ops.h"
+#include "attograd/autograd/ops.h"
 
 namespace ag {
 

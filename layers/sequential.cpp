@@ -1,4 +1,4 @@
-#include "layers/sequential.h"
+#include "attograd/layers/sequential.h"
 
 namespace ag {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "layers/module.h"
+#include "attograd/layers/module.h"
 
 namespace ag {
 

@@ -1,8 +1,8 @@
-#include "layers/transformer.h"
+#include "attograd/layers/transformer.h"
 
 #include <stdexcept>
 
-#include "autograd/ops.h"
+#include "attograd/autograd/ops.h"
 
 namespace ag {
 

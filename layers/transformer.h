@@ -17,12 +17,12 @@
 #include <cstdint>
 #include <string>
 
-#include "layers/attention.h"
-#include "layers/dropout.h"
-#include "layers/feed_forward.h"
-#include "layers/layer_norm.h"
-#include "layers/module.h"
-#include "layers/sequential.h"
+#include "attograd/layers/attention.h"
+#include "attograd/layers/dropout.h"
+#include "attograd/layers/feed_forward.h"
+#include "attograd/layers/layer_norm.h"
+#include "attograd/layers/module.h"
+#include "attograd/layers/sequential.h"
 
 namespace ag {
 

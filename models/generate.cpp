@@ -1,5 +1,5 @@
-#include "core/format.h"
-#include "models/generate.h"
+#include "attograd/core/format.h"
+#include "attograd/models/generate.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/grad_mode.h"
-#include "core/rng.h"
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/core/rng.h"
 
 namespace ag {
 

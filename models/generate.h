@@ -38,8 +38,8 @@
 #include <optional>
 #include <vector>
 
-#include "layers/kv_cache.h"
-#include "models/gpt.h"
+#include "attograd/layers/kv_cache.h"
+#include "attograd/models/gpt.h"
 
 namespace ag {
 

@@ -1,14 +1,14 @@
-#include "models/gpt.h"
+#include "attograd/models/gpt.h"
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/grad_mode.h"
-#include "autograd/nn_ops.h"
-#include "autograd/ops.h"
-#include "layers/attention_mask.h"
-#include "layers/cached_attention.h"
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/autograd/ops.h"
+#include "attograd/layers/attention_mask.h"
+#include "attograd/layers/cached_attention.h"
 
 namespace ag {
 

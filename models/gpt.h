@@ -34,15 +34,15 @@
 #include <cstdint>
 #include <string>
 
-#include "core/indices.h"
-#include "layers/dropout.h"
-#include "layers/embedding.h"
-#include "layers/kv_cache.h"
-#include "layers/layer_norm.h"
-#include "layers/module.h"
-#include "layers/positional.h"
-#include "layers/sequential.h"
-#include "layers/transformer.h"
+#include "attograd/core/indices.h"
+#include "attograd/layers/dropout.h"
+#include "attograd/layers/embedding.h"
+#include "attograd/layers/kv_cache.h"
+#include "attograd/layers/layer_norm.h"
+#include "attograd/layers/module.h"
+#include "attograd/layers/positional.h"
+#include "attograd/layers/sequential.h"
+#include "attograd/layers/transformer.h"
 
 namespace ag {
 

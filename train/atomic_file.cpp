@@ -1,4 +1,4 @@
-#include "train/atomic_file.h"
+#include "attograd/train/atomic_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "train/checkpoint.h"
+#include "attograd/train/checkpoint.h"
 
 #include <algorithm>
 #include <charconv>
@@ -7,7 +7,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "train/safetensors.h"
+#include "attograd/train/safetensors.h"
 
 namespace ag {
 

@@ -34,9 +34,9 @@
 #include <map>
 #include <string>
 
-#include "autograd/variable.h"
-#include "core/rng.h"
-#include "train/optim.h"
+#include "attograd/autograd/variable.h"
+#include "attograd/core/rng.h"
+#include "attograd/train/optim.h"
 
 namespace ag {
 

@@ -1,4 +1,4 @@
-#include "train/json_text.h"
+#include "attograd/train/json_text.h"
 
 #include <limits>
 #include <unordered_set>

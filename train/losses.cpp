@@ -1,11 +1,11 @@
 // Losses composed from differentiable primitives: their gradients come from the ops' own
 // backward passes, which the gradient checks cover.
-#include "train/losses.h"
+#include "attograd/train/losses.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
+#include "attograd/autograd/ops.h"
 
 namespace ag {
 

@@ -8,8 +8,8 @@
 //       mean, sum or elementwise squared error; both operands may require grad.
 #pragma once
 
-#include "autograd/nn_ops.h"
-#include "autograd/variable.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/autograd/variable.h"
 
 namespace ag {
 

@@ -1,4 +1,4 @@
-#include "train/memory.h"
+#include "attograd/train/memory.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/storage.h"
+#include "attograd/core/storage.h"
 
 namespace ag {
 

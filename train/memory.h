@@ -19,9 +19,9 @@
 #include <cstdint>
 #include <string>
 
-#include "train/sequence_model.h"
-#include "train/tasks.h"
-#include "train/trainer.h"
+#include "attograd/models/sequence_model.h"
+#include "attograd/train/tasks.h"
+#include "attograd/train/trainer.h"
 
 namespace ag {
 

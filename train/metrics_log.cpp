@@ -1,4 +1,4 @@
-#include "train/metrics_log.h"
+#include "attograd/train/metrics_log.h"
 
 #include <cerrno>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <sys/stat.h>
 
-#include "train/atomic_file.h"
-#include "train/json_text.h"
+#include "attograd/train/atomic_file.h"
+#include "attograd/train/json_text.h"
 
 namespace ag {
 

@@ -1,4 +1,4 @@
-#include "train/optim.h"
+#include "attograd/train/optim.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "autograd/grad_mode.h"
-#include "core/parallel.h"
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/core/parallel.h"
 
 namespace ag {
 

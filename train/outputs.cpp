@@ -1,4 +1,4 @@
-#include "train/outputs.h"
+#include "attograd/train/outputs.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,12 +1,12 @@
-#include "train/plot.h"
+#include "attograd/train/plot.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
-#include "train/atomic_file.h"
-#include "train/outputs.h"
+#include "attograd/train/atomic_file.h"
+#include "attograd/train/outputs.h"
 
 namespace ag {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "train/metrics_log.h"
+#include "attograd/train/metrics_log.h"
 
 namespace ag {
 

@@ -1,4 +1,4 @@
-#include "train/progress.h"
+#include "attograd/train/progress.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "train/safetensors.h"
+#include "attograd/train/safetensors.h"
 
 #include <algorithm>
 #include <bit>
@@ -10,9 +10,9 @@
 #include <unordered_set>
 #include <stdexcept>
 
-#include "train/atomic_file.h"
-#include "train/crc32c.h"
-#include "train/json_text.h"
+#include "attograd/train/atomic_file.h"
+#include "attograd/train/crc32c.h"
+#include "attograd/train/json_text.h"
 
 namespace ag {
 

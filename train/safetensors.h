@@ -29,8 +29,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/indices.h"
-#include "core/tensor.h"
+#include "attograd/core/indices.h"
+#include "attograd/core/tensor.h"
 
 namespace ag {
 

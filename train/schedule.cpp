@@ -1,11 +1,11 @@
-#include "train/schedule.h"
+#include "attograd/train/schedule.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
 
-#include "core/kernels.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <string>
 
-#include "autograd/variable.h"
+#include "attograd/autograd/variable.h"
 
 namespace ag {
 

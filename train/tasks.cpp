@@ -1,13 +1,13 @@
-#include "train/tasks.h"
+#include "attograd/train/tasks.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
-#include "core/kernels.h"
-#include "core/rng.h"
-#include "train/json_text.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/rng.h"
+#include "attograd/train/json_text.h"
 
 namespace ag {
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "core/indices.h"
-#include "core/tensor.h"
+#include "attograd/core/indices.h"
+#include "attograd/core/tensor.h"
 
 namespace ag {
 

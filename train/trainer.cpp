@@ -1,5 +1,5 @@
-#include "core/format.h"
-#include "train/trainer.h"
+#include "attograd/core/format.h"
+#include "attograd/train/trainer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,14 +8,14 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/grad_mode.h"
-#include "core/rng.h"
-#include "core/threads.h"
-#include "train/checkpoint.h"
-#include "train/losses.h"
-#include "train/memory.h"
-#include "train/plot.h"
-#include "train/progress.h"
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/core/rng.h"
+#include "attograd/core/threads.h"
+#include "attograd/train/checkpoint.h"
+#include "attograd/train/losses.h"
+#include "attograd/train/memory.h"
+#include "attograd/train/plot.h"
+#include "attograd/train/progress.h"
 
 namespace ag {
 

@@ -34,12 +34,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/indices.h"
-#include "train/metrics_log.h"
-#include "train/optim.h"
-#include "train/schedule.h"
-#include "train/sequence_model.h"
-#include "train/tasks.h"
+#include "attograd/core/indices.h"
+#include "attograd/train/metrics_log.h"
+#include "attograd/train/optim.h"
+#include "attograd/train/schedule.h"
+#include "attograd/models/sequence_model.h"
+#include "attograd/train/tasks.h"
 
 namespace ag {
 

@@ -4,11 +4,12 @@
 #include <optional>
 #include <stdexcept>
 
-#include "core/format.h"
-#include "core/rng.h"
-#include "train/checkpoint.h"
-#include "train/json_text.h"
-#include "train/trainer.h"
+#include "attograd/core/format.h"
+#include "attograd/core/rng.h"
+#include "attograd/train/checkpoint.h"
+#include "attograd/train/json_text.h"
+#include "attograd/train/model_options.h"
+#include "attograd/train/trainer.h"
 
 namespace ag {
 

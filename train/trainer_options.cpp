@@ -4,9 +4,9 @@
 #include <optional>
 #include <stdexcept>
 
-#include "core/format.h"
-#include "train/json_text.h"
-#include "train/trainer.h"
+#include "attograd/core/format.h"
+#include "attograd/train/json_text.h"
+#include "attograd/train/trainer.h"
 
 namespace ag {
 

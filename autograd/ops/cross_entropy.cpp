@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/nn_ops.h"
-#include "core/kernels.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

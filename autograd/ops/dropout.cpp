@@ -1,7 +1,7 @@
 // dropout: inverted dropout with a counter-based mask. Nothing is saved but the stream key:
 // backward regenerates the mask element by element from (key, index).
-#include "autograd/nn_ops.h"
-#include "core/kernels.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

@@ -1,7 +1,7 @@
 // embedding: a row gather; backward scatter-adds the output gradient into a dense (num, dim)
 // weight gradient. Only the ids are saved.
-#include "autograd/nn_ops.h"
-#include "core/kernels.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

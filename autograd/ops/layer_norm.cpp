@@ -1,8 +1,8 @@
 // layer_norm: normalise over the trailing axes, then scale and shift. Forward keeps x, mean and
 // rstd (x_hat is rebuilt from them in backward); backward is hand-written in
 // kernels::layer_norm_backward.
-#include "autograd/nn_ops.h"
-#include "core/kernels.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

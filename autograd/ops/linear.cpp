@@ -7,8 +7,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/nn_ops.h"
-#include "core/kernels.h"
+#include "attograd/autograd/nn_ops.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "autograd/ops.h"
-#include "core/kernels.h"
+#include "attograd/autograd/ops.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

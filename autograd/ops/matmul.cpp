@@ -1,8 +1,8 @@
 // Matrix products. For C = A B:  dA = dC B^T,  dB = A^T dC, each summed back over batch
 // dimensions that broadcasting stretched. Transposes are views: BLAS reads them with
 // CblasTrans, nothing is copied.
-#include "autograd/ops.h"
-#include "core/kernels.h"
+#include "attograd/autograd/ops.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

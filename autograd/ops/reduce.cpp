@@ -1,7 +1,7 @@
 // Reductions. Their backward spreads the output gradient back over the reduced axes: the
 // gradient is viewed with the reduced axes kept (size 1) and broadcast to the input's shape.
-#include "autograd/ops.h"
-#include "core/kernels.h"
+#include "attograd/autograd/ops.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

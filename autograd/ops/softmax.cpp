@@ -1,6 +1,6 @@
 // Softmax and log-softmax along an axis, fused: backward reads only the saved output.
-#include "autograd/ops.h"
-#include "core/kernels.h"
+#include "attograd/autograd/ops.h"
+#include "attograd/core/kernels.h"
 
 namespace ag {
 

@@ -26,9 +26,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/kernels.h"
-#include "core/parallel.h"
-#include "core/vec_math.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/parallel.h"
+#include "attograd/core/vec_math.h"
 
 namespace ag::kernels {
 

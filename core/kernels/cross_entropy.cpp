@@ -12,8 +12,8 @@
 #include <string>
 #include <type_traits>
 
-#include "core/kernels.h"
-#include "core/vec_math.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/vec_math.h"
 
 namespace ag::kernels {
 

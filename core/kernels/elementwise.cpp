@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/kernels.h"
-#include "core/parallel.h"
-#include "core/strided.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/parallel.h"
+#include "attograd/core/strided.h"
 
 namespace ag::kernels {
 

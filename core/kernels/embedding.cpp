@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/kernels.h"
+#include "attograd/core/kernels.h"
 
 namespace ag::kernels {
 

@@ -11,8 +11,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/kernels.h"
-#include "core/parallel.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/parallel.h"
 
 namespace ag::kernels {
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
-#include "core/kernels.h"
-#include "core/parallel.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/parallel.h"
 
 namespace ag::kernels {
 

@@ -9,8 +9,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/kernels.h"
-#include "core/strided.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/strided.h"
 
 namespace ag::kernels {
 

@@ -16,7 +16,7 @@
 // handles it (exp_f32 is written for that), 4 lanes wide in the baseline copy and 8 in AVX2.
 #include <cstdint>
 
-#include "core/vec_math.h"
+#include "attograd/core/vec_math.h"
 
 namespace ag {
 

@@ -5,8 +5,8 @@
 #include <limits>
 #include <string>
 
-#include "core/kernels.h"
-#include "core/vec_math.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/vec_math.h"
 
 namespace ag::kernels {
 

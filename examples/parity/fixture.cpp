@@ -1,4 +1,4 @@
-#include "examples/parity/fixture.h"
+#include "fixture.h"
 
 #include <sstream>
 #include <utility>

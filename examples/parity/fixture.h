@@ -24,11 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "autograd/variable.h"
-#include "core/indices.h"
-#include "core/tensor.h"
-#include "train/json_text.h"
-#include "train/safetensors.h"
+#include "attograd/autograd/variable.h"
+#include "attograd/core/indices.h"
+#include "attograd/core/tensor.h"
+#include "attograd/train/json_text.h"
+#include "attograd/train/safetensors.h"
 
 namespace ag::parity {
 

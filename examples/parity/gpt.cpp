@@ -4,10 +4,10 @@
 // with AdamW on the stored next-token batches and compares the loss at every step.
 #include <stdexcept>
 
-#include "autograd/nn_ops.h"
-#include "examples/parity/modules.h"
-#include "models/gpt.h"
-#include "train/optim.h"
+#include "attograd/autograd/nn_ops.h"
+#include "modules.h"
+#include "attograd/models/gpt.h"
+#include "attograd/train/optim.h"
 
 namespace ag::parity {
 

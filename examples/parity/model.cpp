@@ -3,10 +3,11 @@
 #include <functional>
 #include <stdexcept>
 
-#include "autograd/nn_ops.h"
-#include "examples/parity/modules.h"
-#include "train/optim.h"
-#include "train/sequence_model.h"
+#include "attograd/autograd/nn_ops.h"
+#include "modules.h"
+#include "attograd/train/optim.h"
+#include "attograd/models/sequence_model.h"
+#include "attograd/train/model_options.h"
 
 namespace ag::parity {
 

@@ -1,16 +1,16 @@
 // Builders for every layer a fixture can name. Each reads the layer's options from `config`
 // under our option names, with our defaults for keys the fixture leaves out.
-#include "examples/parity/modules.h"
+#include "modules.h"
 
 #include <stdexcept>
 
-#include "layers/activation.h"
-#include "layers/attention.h"
-#include "layers/embedding.h"
-#include "layers/feed_forward.h"
-#include "layers/layer_norm.h"
-#include "layers/linear.h"
-#include "layers/transformer.h"
+#include "attograd/layers/activation.h"
+#include "attograd/layers/attention.h"
+#include "attograd/layers/embedding.h"
+#include "attograd/layers/feed_forward.h"
+#include "attograd/layers/layer_norm.h"
+#include "attograd/layers/linear.h"
+#include "attograd/layers/transformer.h"
 
 namespace ag::parity {
 

@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/variable.h"
-#include "examples/parity/fixture.h"
-#include "examples/parity/parity.h"
-#include "layers/attention_mask.h"
-#include "layers/module.h"
-#include "autograd/nn_ops.h"
+#include "attograd/autograd/variable.h"
+#include "fixture.h"
+#include "parity.h"
+#include "attograd/layers/attention_mask.h"
+#include "attograd/layers/module.h"
+#include "attograd/autograd/nn_ops.h"
 
 namespace ag::parity {
 

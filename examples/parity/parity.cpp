@@ -1,4 +1,4 @@
-#include "examples/parity/parity.h"
+#include "parity.h"
 
 #include <CLI/CLI.hpp>
 
@@ -8,7 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "examples/parity/modules.h"
+#include "modules.h"
 
 namespace ag::parity {
 

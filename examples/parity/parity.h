@@ -22,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
-#include "core/shape.h"
-#include "core/tensor.h"
-#include "examples/parity/fixture.h"
+#include "attograd/core/dtype.h"
+#include "attograd/core/shape.h"
+#include "attograd/core/tensor.h"
+#include "fixture.h"
 
 namespace ag::parity {
 

@@ -10,7 +10,7 @@
 
 #include <ostream>
 
-#include "core/kernels.h"
+#include "attograd/core/kernels.h"
 #include "support.h"
 
 namespace bdata = boost::unit_test::data;

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/parallel.h"
+#include "attograd/core/parallel.h"
 #include "support.h"
 
 namespace ag::testing {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/storage.h"
+#include "attograd/core/storage.h"
 #include "support.h"
 
 namespace ag::testing {

@@ -11,8 +11,8 @@
 #include <limits>
 #include <vector>
 
-#include "core/kernels.h"
-#include "core/vec_math.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/vec_math.h"
 #include "support.h"
 
 namespace bdata = boost::unit_test::data;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs examples/custom_layer against an INSTALLED attograd, the way a user would:
 #   1. `meson install` into a staging directory inside the build tree (DESTDIR);
-#   2. points pkg-config (and the loader) at the staged copy, and nothing else;
+#   2. points pkg-config (and the loader) at the staged copy, and nothing else (the .pc file
+#      is relocatable);
 #   3. compiles every installed header from the staged include directory alone (a header that
 #      a public header includes but the install lists miss fails here);
 #   4. configures examples/custom_layer as a separate meson project (no subproject fallback),
@@ -25,21 +26,29 @@ if [ -z "$pc" ]; then
   echo "run_custom_layer: meson install put no attograd.pc under $stage" >&2
   exit 1
 fi
-# The .pc file names the configured prefix (/usr/local by default); the staged copy lives
-# under $stage, so its prefix moves there.
-prefix=$(sed -n 's/^prefix=//p' "$pc")
-sed -i "s|^prefix=.*|prefix=$stage$prefix|" "$pc"
+# The README's words and nothing more: the .pc file is relocatable (its prefix is relative to
+# the file), so pointing PKG_CONFIG_PATH at the staged copy is all pkg-config needs.
 export PKG_CONFIG_PATH
 PKG_CONFIG_PATH=$(dirname "$pc")
 libdir=$(pkg-config --variable=libdir attograd)
-includedir=$(pkg-config --variable=includedir attograd)/attograd
+includedir=$(pkg-config --variable=includedir attograd)
+case "$libdir" in
+  "$stage"/*) ;;
+  *) echo "run_custom_layer: pkg-config puts the staged library at $libdir, outside $stage" >&2; exit 1 ;;
+esac
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 work=$(mktemp -d "$build/custom_layer.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 echo "== every installed header compiles from $includedir"
-(cd "$includedir" && find . -name '*.h' | sort | sed 's|^\./\(.*\)$|#include <\1>|') >"$work/all_headers.cpp"
+# Every header as a user includes it: <attograd.h> and <attograd/core/tensor.h>, ... The
+# include path is <prefix>/include alone, so a user's own core/ folder cannot collide.
+(cd "$includedir" && find attograd.h attograd -name '*.h' | sort | sed 's|^\(.*\)$|#include <\1>|') >"$work/all_headers.cpp"
+if grep -rn '#include "\(core\|autograd\|layers\|models\|train\)/' "$includedir/attograd" "$includedir/attograd.h"; then
+  echo "run_custom_layer: an installed header includes a bare path (above) instead of attograd/..." >&2
+  exit 1
+fi
 echo "int main() { return 0; }" >>"$work/all_headers.cpp"
 # shellcheck disable=SC2046  # pkg-config prints several flags
 "${CXX:-c++}" -std=c++20 -fsyntax-only $(pkg-config --cflags attograd) "$work/all_headers.cpp"

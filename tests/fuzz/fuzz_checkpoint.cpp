@@ -25,7 +25,7 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "train/trainer.h"
+#include "attograd/train/trainer.h"
 
 namespace {
 

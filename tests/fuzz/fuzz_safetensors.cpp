@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "fuzz_support.h"
-#include "train/safetensors.h"
+#include "attograd/train/safetensors.h"
 
 namespace {
 

@@ -27,9 +27,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/rng.h"
-#include "train/safetensors.h"
-#include "train/trainer.h"
+#include "attograd/core/rng.h"
+#include "attograd/train/safetensors.h"
+#include "attograd/train/trainer.h"
 
 namespace {
 

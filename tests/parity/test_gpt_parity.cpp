@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "examples/parity/parity.h"
-#include "models/gpt.h"
+#include "attograd/models/gpt.h"
 #include "support.h"
-#include "train/safetensors.h"
+#include "attograd/train/safetensors.h"
 
 using namespace ag;
 using namespace ag::parity;

@@ -18,8 +18,8 @@
 
 #include "examples/parity/parity.h"
 #include "support.h"
-#include "train/json_text.h"
-#include "train/safetensors.h"
+#include "attograd/train/json_text.h"
+#include "attograd/train/safetensors.h"
 
 namespace fs = std::filesystem;
 using namespace ag;

@@ -7,9 +7,9 @@
 #include <functional>
 #include <memory>
 
-#include "train/checkpoint.h"
-#include "train/json_text.h"
-#include "train/safetensors.h"
+#include "attograd/train/checkpoint.h"
+#include "attograd/train/json_text.h"
+#include "attograd/train/safetensors.h"
 #include "train_support.h"
 
 namespace ag::testing {

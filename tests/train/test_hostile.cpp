@@ -10,16 +10,16 @@
 #include <cstring>
 #include <limits>
 
-#include "autograd/grad_mode.h"
+#include "attograd/autograd/grad_mode.h"
 #include "support.h"
-#include "train/atomic_file.h"
-#include "train/checkpoint.h"
-#include "train/crc32c.h"
-#include "train/json_text.h"
-#include "train/memory.h"
-#include "train/outputs.h"
-#include "train/safetensors.h"
-#include "train/trainer.h"
+#include "attograd/train/atomic_file.h"
+#include "attograd/train/checkpoint.h"
+#include "attograd/train/crc32c.h"
+#include "attograd/train/json_text.h"
+#include "attograd/train/memory.h"
+#include "attograd/train/outputs.h"
+#include "attograd/train/safetensors.h"
+#include "attograd/train/trainer.h"
 #include "train_support.h"
 
 namespace ag::testing {

@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "support.h"
-#include "train/json_text.h"
+#include "attograd/train/json_text.h"
 
 namespace ag::testing {
 

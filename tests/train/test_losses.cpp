@@ -4,8 +4,8 @@
 #include <boost/test/data/test_case.hpp>
 
 #include "support.h"
-#include "train/losses.h"
-#include "train/tasks.h"
+#include "attograd/train/losses.h"
+#include "attograd/train/tasks.h"
 
 namespace bdata = boost::unit_test::data;
 

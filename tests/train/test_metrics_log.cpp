@@ -3,8 +3,8 @@
 #include <cmath>
 #include <regex>
 
-#include "train/metrics_log.h"
-#include "train/plot.h"
+#include "attograd/train/metrics_log.h"
+#include "attograd/train/plot.h"
 #include "train_support.h"
 
 namespace ag::testing {

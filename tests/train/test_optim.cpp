@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "support.h"
-#include "train/optim.h"
-#include "train/schedule.h"
+#include "attograd/train/optim.h"
+#include "attograd/train/schedule.h"
 
 namespace bdata = boost::unit_test::data;
 

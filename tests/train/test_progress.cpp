@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "support.h"
-#include "train/progress.h"
+#include "attograd/train/progress.h"
 
 namespace ag::testing {
 namespace {

@@ -3,7 +3,7 @@
 #include <numbers>
 
 #include "support.h"
-#include "train/schedule.h"
+#include "attograd/train/schedule.h"
 
 namespace ag::testing {
 

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "support.h"
-#include "train/tasks.h"
+#include "attograd/train/tasks.h"
 
 namespace ag::testing {
 namespace {

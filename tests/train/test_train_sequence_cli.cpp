@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "examples/train_sequence_cli.h"
+#include "attograd/train/model_options.h"
 #include "support.h"
 #include "train_support.h"
 

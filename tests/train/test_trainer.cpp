@@ -5,9 +5,9 @@
 #include <sstream>
 
 #include "support.h"
-#include "train/checkpoint.h"
-#include "train/metrics_log.h"
-#include "train/trainer.h"
+#include "attograd/train/checkpoint.h"
+#include "attograd/train/metrics_log.h"
+#include "attograd/train/trainer.h"
 #include "train_support.h"
 
 namespace ag::testing {

@@ -19,14 +19,14 @@
 #include <cstdint>
 #include <string>
 
-#include "core/indices.h"
-#include "layers/attention_mask.h"
-#include "layers/dropout.h"
-#include "layers/embedding.h"
-#include "layers/linear.h"
-#include "layers/module.h"
-#include "layers/positional.h"
-#include "layers/transformer.h"
+#include "attograd/core/indices.h"
+#include "attograd/layers/attention_mask.h"
+#include "attograd/layers/dropout.h"
+#include "attograd/layers/embedding.h"
+#include "attograd/layers/linear.h"
+#include "attograd/layers/module.h"
+#include "attograd/layers/positional.h"
+#include "attograd/layers/transformer.h"
 
 namespace ag {
 
@@ -61,11 +61,6 @@ struct SequenceModelLimits {
 // Throws std::invalid_argument naming the first bad option and its value (every size must lie
 // in [1, SequenceModelLimits]).
 void validate(const SequenceModelOptions& options);
-
-// The options as a JSON object (checkpoint metadata) and back; parsing checks every field,
-// rejects unknown ones and validates; std::invalid_argument says what is wrong.
-std::string sequence_model_options_to_json(const SequenceModelOptions& options);
-SequenceModelOptions sequence_model_options_from_json(const std::string& json);
 
 class SequenceModel : public Module {
  public:

@@ -1,0 +1,16 @@
+// A model's options as the JSON object a checkpoint keeps in its metadata, and back. Models
+// know nothing of files (models/ sits below train/), so their (de)serialisation lives here.
+#pragma once
+
+#include <string>
+
+#include "attograd/models/sequence_model.h"
+
+namespace ag {
+
+// Parsing checks every field, rejects unknown ones and validates; std::invalid_argument says
+// what is wrong.
+std::string sequence_model_options_to_json(const SequenceModelOptions& options);
+SequenceModelOptions sequence_model_options_from_json(const std::string& json);
+
+}  // namespace ag
