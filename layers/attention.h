@@ -56,6 +56,7 @@ class ScaledDotProductAttention : public Module {
   double scale_for(int64_t d_k) const;
   const ScaledDotProductAttentionOptions& options() const { return options_; }
   std::string name() const override;
+  bool draws_random_numbers_in_training() const override { return options_.dropout > 0.0; }
 
  private:
   ScaledDotProductAttentionOptions options_;

@@ -13,8 +13,6 @@
 
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/core/kernels.h"
-#include "attograd/layers/attention.h"
-#include "attograd/layers/dropout.h"
 
 namespace ag {
 
@@ -40,13 +38,15 @@ bool name_matches(const std::string& param, const std::string& pattern) {
          param[param.size() - pattern.size() - 1] == '.';
 }
 
-bool applies_dropout(const Module& m) {
-  if (const auto* d = dynamic_cast<const Dropout*>(&m); d != nullptr && d->options().p > 0.0) return true;
-  if (const auto* a = dynamic_cast<const ScaledDotProductAttention*>(&m); a != nullptr && a->options().dropout > 0.0) {
-    return true;
-  }
-  for (const auto& [name, child] : m.named_children()) {
-    if (applies_dropout(*child)) return true;
+// Whether the module or one of its descendants draws random numbers in training: each module
+// says so for its own forward, so a user's layer needs no entry in a list kept here.
+bool applies_dropout(const Module& root) {
+  std::vector<const Module*> pending{&root};
+  while (!pending.empty()) {
+    const Module* m = pending.back();
+    pending.pop_back();
+    if (m->draws_random_numbers_in_training()) return true;
+    for (const auto& [name, child] : m->named_children()) pending.push_back(child);
   }
   return false;
 }
@@ -423,7 +423,8 @@ LayerCheckRow LayerChecker::train_eval_row() {
     const double d = max_difference(output(module_, true, state(0)), y_eval);
     if (d == 0.0) return settled(check, {}, "no dropout: train and eval outputs identical");
     return settled(check, {"train and eval outputs differ by up to " + sci(d) + " but the module applies no dropout " +
-                           "(a mode-dependent branch? if it drops, set options.dropout)"}, "");
+                           "(a mode-dependent branch? if it drops, override draws_random_numbers_in_training() " +
+                           "or set options.dropout)"}, "");
   }
   const double eval_moved = max_difference(output(module_, false, state(1)), y_eval);
   if (eval_moved != 0.0) {

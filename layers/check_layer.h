@@ -70,8 +70,9 @@ struct LayerCheckOptions {
   // Builds a new module of the same configuration for the round-trip and init checks. Without
   // it the state_dict is loaded back into the module itself.
   std::function<std::unique_ptr<Module>()> make_twin;
-  // Whether the module applies dropout in training. Unset: true when a Dropout or attention
-  // module with a rate > 0 is among its descendants (or is the module).
+  // Whether the module applies dropout in training. Unset: true when the module or one of its
+  // descendants returns true from Module::draws_random_numbers_in_training() (Dropout and
+  // ScaledDotProductAttention with a rate > 0, or a user's layer that overrides it).
   std::optional<bool> dropout;
   // The default generator is seeded with this before the check's forward passes.
   uint64_t seed = 1234;

@@ -21,6 +21,7 @@ class Dropout : public Module {
   Variable operator()(const Variable& x) { return forward(x); }
   const DropoutOptions& options() const { return options_; }
   std::string name() const override;
+  bool draws_random_numbers_in_training() const override { return options_.p > 0.0; }
 
  private:
   DropoutOptions options_;

@@ -83,6 +83,10 @@ class Module {
 
   // Type name shown in the summary.
   virtual std::string name() const { return "Module"; }
+  // Whether this module's own forward (not its children's) draws from the random generator in
+  // training mode, as dropout with a rate above zero does. check_layer asks every module of a
+  // tree, so a layer that calls dropout() itself, rather than holding a Dropout, overrides it.
+  virtual bool draws_random_numbers_in_training() const { return false; }
 
  protected:
   // For layers: throws std::invalid_argument unless x has `dtype`, naming the layer and the
