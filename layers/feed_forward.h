@@ -1,7 +1,8 @@
 // PositionwiseFeedForward: the same two-layer network applied at every position.
 //   x: (..., d_model) -> linear1 -> activation -> dropout -> linear2 -> (..., d_model)
 //   children: linear1 (d_hidden, d_model), linear2 (d_model, d_hidden), dropout
-// The residual connection and the LayerNorm around it belong to the transformer block.
+// The residual connection and the LayerNorm around it belong to the transformer block, whose
+// default `ff` slot this is (a Sublayer: a user's feed-forward network may take its place).
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/linear.h"
 #include "attograd/layers/module.h"
+#include "attograd/layers/sublayer.h"
 
 namespace ag {
 
@@ -22,15 +24,15 @@ struct PositionwiseFeedForwardOptions {
   bool bias = true;
 };
 
-class PositionwiseFeedForward : public Module {
+class PositionwiseFeedForward : public Sublayer {
  public:
   explicit PositionwiseFeedForward(const PositionwiseFeedForwardOptions& options);
   PositionwiseFeedForward(int64_t d_model, int64_t d_hidden, Activation activation = Activation::relu,
                           double dropout = 0.1)
       : PositionwiseFeedForward(PositionwiseFeedForwardOptions{d_model, d_hidden, activation, dropout, true}) {}
 
-  Variable forward(const Variable& x);
-  Variable operator()(const Variable& x) { return forward(x); }
+  Variable forward(const Variable& x) override;
+  Variable operator()(const Variable& x) { return forward(x); }  // the shape cannot change here
   const PositionwiseFeedForwardOptions& options() const { return options_; }
   Linear& linear1() { return linear1_; }
   Linear& linear2() { return linear2_; }

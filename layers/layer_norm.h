@@ -1,11 +1,13 @@
 // LayerNorm over the trailing `normalized_shape` dimensions, PyTorch's nn.LayerNorm.
 //   x: (..., *normalized_shape) -> same shape; weight (ones) and bias (zeros): normalized_shape
 // y = (x - mean) / sqrt(var + eps) * weight + bias, with the biased variance.
+// A Sublayer: the default norm of the transformer blocks, which a user's norm may replace.
 #pragma once
 
 #include <string>
 
 #include "attograd/layers/module.h"
+#include "attograd/layers/sublayer.h"
 
 namespace ag {
 
@@ -15,15 +17,15 @@ struct LayerNormOptions {
   bool elementwise_affine = true;
 };
 
-class LayerNorm : public Module {
+class LayerNorm : public Sublayer {
  public:
   explicit LayerNorm(const LayerNormOptions& options);
   // The common case: normalise over the last dimension of size `features`.
   explicit LayerNorm(int64_t features, double eps = 1e-5, bool elementwise_affine = true)
       : LayerNorm(LayerNormOptions{Shape{features}, eps, elementwise_affine}) {}
 
-  Variable forward(const Variable& x);
-  Variable operator()(const Variable& x) { return forward(x); }
+  Variable forward(const Variable& x) override;
+  Variable operator()(const Variable& x) { return forward(x); }  // the shape cannot change here
   const LayerNormOptions& options() const { return options_; }
   // Undefined Variables when elementwise_affine is false.
   const Variable& weight() const { return weight_; }
