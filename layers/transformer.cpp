@@ -1,6 +1,8 @@
 #include "attograd/layers/transformer.h"
 
+#include <memory>
 #include <stdexcept>
+#include <string>
 
 #include "attograd/autograd/ops.h"
 
@@ -21,12 +23,32 @@ MultiHeadAttentionOptions attention_options(const TransformerBlockOptions& o) {
   return a;
 }
 
-PositionwiseFeedForwardOptions feed_forward_options(const TransformerBlockOptions& o) {
-  return {o.d_model, o.d_ff, o.activation, o.dropout, o.ff_bias};
+std::unique_ptr<Sublayer> default_feed_forward(const TransformerBlockOptions& o) {
+  return std::make_unique<PositionwiseFeedForward>(
+      PositionwiseFeedForwardOptions{o.d_model, o.d_ff, o.activation, o.dropout, o.ff_bias});
 }
 
-std::unique_ptr<LayerNorm> norm_of(const TransformerBlockOptions& o) {
+std::unique_ptr<Sublayer> default_norm(const TransformerBlockOptions& o) {
   return std::make_unique<LayerNorm>(o.d_model, o.layer_norm_eps);
+}
+
+// The layer for `owner`'s slot `slot`: the user's factory's, or the default one. The slots are
+// built in registration order (attn, ff, norm1, norm2), so default layers draw their initial
+// values from the generator exactly where they always did, and a factory's layer draws there.
+std::unique_ptr<Sublayer> slot_layer(const SublayerFactory& factory,
+                                     std::unique_ptr<Sublayer> (*default_layer)(const TransformerBlockOptions&),
+                                     const TransformerBlockOptions& o, const std::string& owner, const char* slot) {
+  if (!factory) return default_layer(o);
+  std::unique_ptr<Sublayer> layer = factory(o);
+  if (!layer) {
+    throw std::invalid_argument(owner + ": the factory for slot " + slot + " returned a null layer; it must return a " +
+                                "Sublayer mapping (B, T, d_model=" + std::to_string(o.d_model) + ") to the same shape");
+  }
+  return layer;
+}
+
+std::string block_name(const TransformerBlockOptions& o) {
+  return o.norm_first ? "TransformerBlock(pre-norm)" : "TransformerBlock(post-norm)";
 }
 
 }  // namespace
@@ -34,9 +56,11 @@ std::unique_ptr<LayerNorm> norm_of(const TransformerBlockOptions& o) {
 TransformerBlock::TransformerBlock(const TransformerBlockOptions& options)
     : options_(options),
       attn_(register_module("attn", std::make_unique<MultiHeadAttention>(attention_options(options)))),
-      ff_(register_module("ff", std::make_unique<PositionwiseFeedForward>(feed_forward_options(options)))),
-      norm1_(register_module("norm1", norm_of(options))),
-      norm2_(register_module("norm2", norm_of(options))),
+      ff_(register_module("ff", slot_layer(options.make_ff, default_feed_forward, options, block_name(options), "ff"))),
+      norm1_(register_module("norm1",
+                             slot_layer(options.make_norm, default_norm, options, block_name(options), "norm1"))),
+      norm2_(register_module("norm2",
+                             slot_layer(options.make_norm, default_norm, options, block_name(options), "norm2"))),
       dropout1_(register_module("dropout1", std::make_unique<Dropout>(options.dropout))),
       dropout2_(register_module("dropout2", std::make_unique<Dropout>(options.dropout))) {}
 
@@ -45,17 +69,20 @@ Variable TransformerBlock::forward(const Variable& x, const AttentionMask& mask,
     throw std::invalid_argument("TransformerBlock: input of shape " + x.shape().str() + " must be (B, T, d_model=" +
                                 std::to_string(options_.d_model) + ")");
   }
+  // Each slot's output shape is checked, naming the slot: a layer that changed it would
+  // otherwise be broadcast silently into the residual sum.
+  const auto apply_ff = [&](const Variable& v) { return apply_sublayer(ff_, v, *this, "ff"); };
+  const auto apply_norm1 = [&](const Variable& v) { return apply_sublayer(norm1_, v, *this, "norm1"); };
+  const auto apply_norm2 = [&](const Variable& v) { return apply_sublayer(norm2_, v, *this, "norm2"); };
   if (options_.norm_first) {
-    const Variable h = x + dropout1_(attn_.forward(norm1_(x), mask, bias).output);
-    return h + dropout2_(ff_(norm2_(h)));
+    const Variable h = x + dropout1_(attn_.forward(apply_norm1(x), mask, bias).output);
+    return h + dropout2_(apply_ff(apply_norm2(h)));
   }
-  const Variable h = norm1_(x + dropout1_(attn_.forward(x, mask, bias).output));
-  return norm2_(h + dropout2_(ff_(h)));
+  const Variable h = apply_norm1(x + dropout1_(attn_.forward(x, mask, bias).output));
+  return apply_norm2(h + dropout2_(apply_ff(h)));
 }
 
-std::string TransformerBlock::name() const {
-  return options_.norm_first ? "TransformerBlock(pre-norm)" : "TransformerBlock(post-norm)";
-}
+std::string TransformerBlock::name() const { return block_name(options_); }
 
 TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& options)
     : options_(options), blocks_(register_module("blocks", std::make_unique<ModuleList<TransformerBlock>>())) {
@@ -64,16 +91,18 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& options)
                                 std::to_string(options.n_layers));
   }
   for (int64_t i = 0; i < options.n_layers; ++i) blocks_.push_back(std::make_unique<TransformerBlock>(options.block));
-  if (options.block.norm_first) norm_ = &register_module("norm", norm_of(options.block));
+  if (options.block.norm_first) {
+    norm_ = &register_module("norm", slot_layer(options.block.make_norm, default_norm, options.block, name(), "norm"));
+  }
 }
 
 Variable TransformerEncoder::forward(const Variable& x, const AttentionMask& mask, const AttentionBias& bias) {
   Variable h = x;
   for (TransformerBlock* block : blocks_) h = block->forward(h, mask, bias);
-  return norm_ ? (*norm_)(h) : h;
+  return norm_ ? apply_sublayer(*norm_, h, *this, "norm") : h;
 }
 
-LayerNorm& TransformerEncoder::norm() {
+Sublayer& TransformerEncoder::norm() {
   if (!norm_) throw std::logic_error("TransformerEncoder::norm: only pre-norm encoders (norm_first) have a final norm");
   return *norm_;
 }

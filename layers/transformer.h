@@ -1,20 +1,37 @@
-// Transformer blocks: self-attention and a position-wise feed-forward network, each wrapped in
-// a residual connection with a LayerNorm.
+// Transformer blocks: self-attention and a feed-forward network, each wrapped in a residual
+// connection with a norm.
 //   x: (B, T, d_model) -> (B, T, d_model)
 //   post-norm (norm_first = false, the original paper and PyTorch's default):
 //     h = norm1(x + dropout1(attn(x)));   y = norm2(h + dropout2(ff(h)))
 //   pre-norm (norm_first = true):
 //     h = x + dropout1(attn(norm1(x)));   y = h + dropout2(ff(norm2(h)))
-//   children: attn (MultiHeadAttention), ff (PositionwiseFeedForward), norm1, norm2,
-//             dropout1, dropout2
+//   children: attn (MultiHeadAttention), ff, norm1, norm2, dropout1, dropout2
 // Masks and biases go to the attention unchanged. A query that sees no key gets nothing from
 // the attention branch (see attention_mask.h): its row is then the residual path alone.
 //
+// The slots ff, norm1 and norm2 hold Sublayers (sublayer.h): by default PositionwiseFeedForward
+// and LayerNorm, built from the options as PyTorch's nn.TransformerEncoderLayer builds them, so
+// the parameter names (ff.linear1.weight, norm1.weight, ...) are its state_dict keys. A user's
+// layer (a SwiGLU, an RMSNorm) takes a slot through the factories make_ff / make_norm, without
+// copying the block; its parameters appear under the slot's name, and the residual dropouts
+// (dropout1, dropout2) stay the block's:
+//
+//   TransformerBlockOptions o{.d_model = 64, .n_head = 4, .norm_first = true};
+//   o.make_ff = [](const TransformerBlockOptions& b) { return std::make_unique<SwiGLU>(b.d_model, 4 * b.d_model); };
+//   o.make_norm = [](const TransformerBlockOptions& b) { return std::make_unique<RMSNorm>(b.d_model); };
+//   TransformerBlock block(o);   // ff.w_gate.weight, norm1.weight, norm2.weight, ...
+//
+// ff(), norm1() and norm2() return the Sublayer; ff_as<PositionwiseFeedForward>() (and
+// norm1_as<L>, ...) the concrete layer, or std::logic_error naming both types.
+//
 // TransformerEncoder: n_layers blocks under blocks.0, blocks.1, ...; with norm_first a final
-// LayerNorm `norm` follows (pre-norm blocks leave the residual stream unnormalised).
+// norm `norm` follows (pre-norm blocks leave the residual stream unnormalised), built by the
+// block options' make_norm when it is set.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "attograd/layers/attention.h"
@@ -23,8 +40,15 @@
 #include "attograd/layers/layer_norm.h"
 #include "attograd/layers/module.h"
 #include "attograd/layers/sequential.h"
+#include "attograd/layers/sublayer.h"
 
 namespace ag {
+
+struct TransformerBlockOptions;
+// Builds the layer of one slot from the options of the block it goes into (d_model, d_ff,
+// dropout, ...: the factory reads what it needs). Must return a non-null layer that maps
+// (B, T, d_model) to the same shape.
+using SublayerFactory = std::function<std::unique_ptr<Sublayer>(const TransformerBlockOptions&)>;
 
 struct TransformerBlockOptions {
   int64_t d_model = 0;
@@ -41,6 +65,12 @@ struct TransformerBlockOptions {
   bool ff_bias = true;        // bias in the two feed-forward layers
   double scale = 0.0;         // attention scale, as in ScaledDotProductAttentionOptions
   double temperature = 0.0;
+  // Unset: PositionwiseFeedForward(d_model, d_ff, activation, dropout, ff_bias). When set,
+  // d_ff, activation and ff_bias mean whatever the factory makes of them.
+  SublayerFactory make_ff = nullptr;
+  // Unset: LayerNorm(d_model, layer_norm_eps). Called once for norm1 and once for norm2 (and
+  // by TransformerEncoder for its final norm), so each gets parameters of its own.
+  SublayerFactory make_norm = nullptr;
 };
 
 class TransformerBlock : public Module {
@@ -53,17 +83,24 @@ class TransformerBlock : public Module {
   }
   const TransformerBlockOptions& options() const { return options_; }
   MultiHeadAttention& attn() { return attn_; }
-  PositionwiseFeedForward& ff() { return ff_; }
-  LayerNorm& norm1() { return norm1_; }
-  LayerNorm& norm2() { return norm2_; }
+  Sublayer& ff() { return ff_; }
+  Sublayer& norm1() { return norm1_; }
+  Sublayer& norm2() { return norm2_; }
+  // The slot's layer as its concrete type; std::logic_error naming both types otherwise.
+  template <class L>
+  L& ff_as() { return sublayer_as<L>(ff_, *this, "ff"); }
+  template <class L>
+  L& norm1_as() { return sublayer_as<L>(norm1_, *this, "norm1"); }
+  template <class L>
+  L& norm2_as() { return sublayer_as<L>(norm2_, *this, "norm2"); }
   std::string name() const override;
 
  private:
   TransformerBlockOptions options_;
   MultiHeadAttention& attn_;
-  PositionwiseFeedForward& ff_;
-  LayerNorm& norm1_;
-  LayerNorm& norm2_;
+  Sublayer& ff_;
+  Sublayer& norm1_;
+  Sublayer& norm2_;
   Dropout& dropout1_;
   Dropout& dropout2_;
 };
@@ -85,13 +122,15 @@ class TransformerEncoder : public Module {
   TransformerBlock& block(size_t i) { return blocks_[i]; }
   size_t size() const { return blocks_.size(); }
   // Only with norm_first; throws std::logic_error otherwise.
-  LayerNorm& norm();
+  Sublayer& norm();
+  template <class L>
+  L& norm_as() { return sublayer_as<L>(norm(), *this, "norm"); }
   std::string name() const override { return "TransformerEncoder"; }
 
  private:
   TransformerEncoderOptions options_;
   ModuleList<TransformerBlock>& blocks_;
-  LayerNorm* norm_ = nullptr;
+  Sublayer* norm_ = nullptr;
 };
 
 }  // namespace ag

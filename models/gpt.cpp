@@ -98,8 +98,8 @@ void GPT::init_weights() {
     init_linear(b->attn().w_k(), kStd);
     init_linear(b->attn().w_v(), kStd);
     init_linear(b->attn().w_o(), residual_std);
-    init_linear(b->ff().linear1(), kStd);
-    init_linear(b->ff().linear2(), residual_std);
+    init_linear(b->ff_as<PositionwiseFeedForward>().linear1(), kStd);
+    init_linear(b->ff_as<PositionwiseFeedForward>().linear2(), residual_std);
   }
 }
 

@@ -169,8 +169,9 @@ BOOST_AUTO_TEST_CASE(init_is_nanogpts_so_the_first_loss_is_about_log_vocab) {
   BOOST_TEST(std_of(model.block(0).attn().w_q().weight().value()) == 0.02, boost::test_tools::tolerance(0.1));
   const double residual = 0.02 / std::sqrt(6.0);
   BOOST_TEST(std_of(model.block(2).attn().w_o().weight().value()) == residual, boost::test_tools::tolerance(0.1));
-  BOOST_TEST(std_of(model.block(1).ff().linear2().weight().value()) == residual, boost::test_tools::tolerance(0.1));
-  for (double v : model.block(1).ff().linear1().bias().value().to_vector()) BOOST_TEST(v == 0.0);
+  PositionwiseFeedForward& ff1 = model.block(1).ff_as<PositionwiseFeedForward>();
+  BOOST_TEST(std_of(ff1.linear2().weight().value()) == residual, boost::test_tools::tolerance(0.1));
+  for (double v : ff1.linear1().bias().value().to_vector()) BOOST_TEST(v == 0.0);
   // Small logits at the start: the loss of random targets is close to log(vocab).
   std::vector<int64_t> ids(4 * 16), targets(4 * 16);
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7) % 65), targets[i] = static_cast<int64_t>((i * 11 + 3) % 65);
@@ -179,7 +180,8 @@ BOOST_AUTO_TEST_CASE(init_is_nanogpts_so_the_first_loss_is_about_log_vocab) {
   // Same seed, same model.
   manual_seed(41);
   GPT twin(o);
-  BOOST_TEST(max_abs_diff(twin.block(2).ff().linear1().weight().value(), model.block(2).ff().linear1().weight().value()) == 0.0);
+  BOOST_TEST(max_abs_diff(twin.block(2).ff_as<PositionwiseFeedForward>().linear1().weight().value(),
+                          model.block(2).ff_as<PositionwiseFeedForward>().linear1().weight().value()) == 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(bad_options_and_input_are_refused) {
