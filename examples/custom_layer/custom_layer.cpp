@@ -2,10 +2,12 @@
 //   1. rms_norm: a new differentiable op, forward and hand-written backward side by side;
 //   2. RMSNorm, a Module around the op, and ResidualMLP, a pre-norm block built from it;
 //   3. check_layer on both: gradients in f64, accumulation, state_dict, train/eval, seeding;
-//   4. a few hundred training steps of a tiny model on the copy task, printing the loss.
+//   4. a few hundred training steps of a tiny model on the copy task, printing the loss;
+//   5. the same RMSNorm as the norms of the library's own TransformerBlock, checked there.
 // Exit status 0 when every check passed and the loss fell; docs/extending.md walks through it.
 #include <attograd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iomanip>
@@ -59,16 +61,17 @@ struct RMSNormOptions {
 };
 
 // x: (..., features) -> same shape; parameter `weight` (features), initialised to ones.
-class RMSNorm : public Module {
+// A Sublayer (a Module whose one-in, one-out forward is virtual, and whose operator() checks
+// that the shape is kept), so that the library's transformer blocks can hold it (part 5).
+class RMSNorm : public Sublayer {
  public:
   explicit RMSNorm(const RMSNormOptions& options)
       : options_(checked(options)), weight_(register_parameter("weight", ones({options.features}))) {}
 
-  Variable forward(const Variable& x) {
+  Variable forward(const Variable& x) override {
     require_dtype(x, weight_.dtype(), "input");
     return rms_norm(x, weight_, options_.eps);
   }
-  Variable operator()(const Variable& x) { return forward(x); }
   std::string name() const override { return "RMSNorm"; }
 
  private:
@@ -193,11 +196,44 @@ bool train_copy_task() {
   return recent < 0.25 * first && m.token_accuracy() > 0.9;
 }
 
+// ---- 5. inside the library's block ----
+// make_norm puts an RMSNorm in norm1 and norm2 of a library TransformerBlock (pre-norm, as in
+// GPT-style models): no copy of the block, and the norms' weights are norm1.weight and
+// norm2.weight of its state_dict. check_layer then holds the whole block, attention and
+// feed-forward around our op, to the same contract.
+bool check_library_block() {
+  TransformerBlockOptions o{.d_model = 8, .n_head = 2, .d_ff = 16, .dropout = 0.1, .norm_first = true};
+  o.make_norm = [](const TransformerBlockOptions& b) { return std::make_unique<RMSNorm>(RMSNormOptions{b.d_model}); };
+  manual_seed(5);
+  TransformerBlock block(o);
+  const StateDict state = block.state_dict();
+  const auto has = [&state](const std::string& key) {
+    return std::any_of(state.begin(), state.end(), [&key](const auto& entry) { return entry.first == key; });
+  };
+  // Our weights under the slots' names, and no LayerNorm bias left behind.
+  const bool named = has("norm1.weight") && has("norm2.weight") && !has("norm1.bias") && !has("norm2.bias");
+  LayerCheckOptions options;
+  options.log = nullptr;
+  options.make_twin = [o] { return std::make_unique<TransformerBlock>(o); };
+  options.zero_ok = {"w_k.bias"};  // the attention's key bias: softmax cancels its gradient
+  const auto forward = [](TransformerBlock& m, const std::vector<Variable>& in) {
+    return m(in[0], AttentionMask::causal(3));
+  };
+  const LayerCheckReport r = check_layer(block, forward, {leaf({2, 3, 8}, 6, "x")}, options);
+  const bool ok = r.ok && named;
+  std::cout << "RMSNorm as norm1/norm2 of a library " << r.layer << ": " << r.passed() << "/" << r.checked()
+            << " checks passed" << (ok ? "" : " - FAILED") << "\n";
+  if (!r.ok) std::cout << r.table() << "\n";
+  return ok;
+}
+
 }  // namespace custom
 
 int main() {
   ag::set_num_threads(1);  // matrices this small gain nothing from more threads
-  const bool checked = custom::check_layers();
+  const bool layers_checked = custom::check_layers();
+  const bool block_checked = custom::check_library_block();
+  const bool checked = layers_checked && block_checked;
   const bool trained = custom::train_copy_task();
   std::cout << (checked ? "checks passed" : "checks FAILED") << ", "
             << (trained ? "training converged" : "training did NOT converge") << "\n";
