@@ -15,13 +15,21 @@
 // The rows of the report, each passed, failed or skipped:
 //   gradient (train)     gradcheck in train mode on every input that requires grad and every
 //                        trainable parameter (dropout sees one fixed mask in every evaluation)
-//   gradient (eval)      the same in eval mode; only when the module applies dropout
+//   gradient (eval)      the same in eval mode; only when the module applies dropout (it or a
+//                        descendant says so by Module::draws_random_numbers_in_training())
 //   backward adds        with gradients pre-filled, backward leaves prefill + gradient; two
 //                        backward passes through one retained graph double the gradients
 //   every leaf gets a gradient
 //                        one backward reaches every trainable parameter and every input that
 //                        requires grad, with finite values (parameters named in `unused` must
 //                        get none)
+//   every trainable leaf is registered
+//                        the autograd graph of one train-mode forward, walked from the output,
+//                        reaches no leaf that requires grad other than the module's parameters
+//                        and the inputs; a failure names each such leaf (its name, else its shape
+//                        and dtype) and the op that consumed it. Such a leaf trains in the
+//                        forward but is invisible to the other rows, to state_dict, to() and to
+//                        optimizers built from parameters()
 //   state_dict round trip
 //                        the state_dict, loaded into a perturbed twin built by make_twin (or,
 //                        without make_twin, back into the module after perturbing it), gives
@@ -112,7 +120,11 @@ using LayerForward = std::function<Variable(Module& module, const std::vector<Va
 // Throws std::invalid_argument when there is nothing to check (no trainable parameter and no
 // input that requires grad), for a non-leaf or undefined input, and for a name in zero_ok or
 // unused that matches no parameter; std::logic_error when make_twin returns null or a module
-// of another type. Exceptions thrown by the forward itself propagate.
+// of another type. Exceptions thrown by the forward itself propagate, but for one case: when
+// the first f64 forward throws and the module, back in its own dtype, holds an unregistered
+// trainable leaf (to(DType::f64) does not convert it, hence a dtype mismatch), the report
+// fails "every trainable leaf is registered", naming the leaf and the exception, and skips the
+// other rows.
 LayerCheckReport check_layer(Module& module, const LayerForward& forward, const std::vector<Variable>& inputs,
                              const LayerCheckOptions& options = {});
 

@@ -1,7 +1,8 @@
 // check_layer: built-in layers pass every row, and each row fails for the bug it exists to
-// catch (a wrong backward, a forward that resets gradients, an unused parameter, state outside
-// the state_dict, a mode-dependent branch, dropout that ignores the mode, private randomness,
-// an unseeded init). The module, the inputs and the generator are left as they were.
+// catch (a wrong backward, a forward that resets gradients, an unused parameter, an unregistered
+// trainable leaf, state outside the state_dict, a mode-dependent branch, dropout that ignores the
+// mode, private randomness, an unseeded init); a layer that drops out by itself says so. The
+// module, the inputs and the generator are left as they were.
 #include <boost/test/unit_test.hpp>
 
 #include <sstream>
@@ -45,7 +46,9 @@ Variable overscaled_identity(const Variable& x) {
 }
 
 // x: (..., 3) -> (..., 3), x * weight with a per-layer twist selected by `Bug`.
-enum class Bug { wrong_backward, zeroes_grads, spare_parameter, hidden_state, mode_branch, always_drops, own_noise };
+enum class Bug {
+  wrong_backward, zeroes_grads, spare_parameter, unregistered_scale, hidden_state, mode_branch, always_drops, own_noise
+};
 
 class Buggy : public Module {
  public:
@@ -59,6 +62,7 @@ class Buggy : public Module {
       case Bug::wrong_backward: return overscaled_identity(x * weight_);
       case Bug::zeroes_grads: weight_.zero_grad(); return x * weight_;
       case Bug::spare_parameter: return x * weight_;
+      case Bug::unregistered_scale: return x * weight_ * scale_;
       case Bug::hidden_state: return x * weight_ + Variable(hidden_);
       case Bug::mode_branch: return is_training() ? x * weight_ : x * weight_ * 0.5;
       case Bug::always_drops: return dropout(x * weight_, 0.5, /*training=*/true);
@@ -72,8 +76,38 @@ class Buggy : public Module {
   Bug bug_;
   Variable& weight_;
   Tensor hidden_;
+  // Trains, never registered; f64 so the forward runs after to(f64) (f32: tests/extending).
+  Variable scale_{ones({3}, DType::f64), /*requires_grad=*/true, "scale"};
   Generator noise_{7};
 };
+
+// x: (..., 3) -> (..., 3), dropout(x * weight) through the functional op: no Dropout child,
+// so only what the layer says of itself tells check_layer that it draws random numbers.
+class OwnDropout : public Module {
+ public:
+  explicit OwnDropout(double p) : p_(p), weight_(register_parameter("weight", uniform({3}, 0.5, 1.5))) {}
+  Variable forward(const Variable& x) { return dropout(x * weight_, p_, is_training()); }
+  std::string name() const override { return "OwnDropout"; }
+
+ protected:
+  double p_;
+  Variable& weight_;
+};
+
+class DeclaredOwnDropout : public OwnDropout {
+ public:
+  using OwnDropout::OwnDropout;
+  bool draws_random_numbers_in_training() const override { return p_ > 0.0; }
+};
+
+template <class M>
+LayerCheckReport check_own_dropout(double p, LayerCheckOptions options = quiet()) {
+  manual_seed(21);
+  M m(p);
+  options.make_twin = [p] { return std::make_unique<M>(p); };
+  const auto fwd = [](M& layer, const std::vector<Variable>& in) { return layer.forward(in[0]); };
+  return check_layer(m, fwd, {randn_leaf({4, 3}, 22, "x")}, options);
+}
 
 LayerCheckReport check_buggy(Bug bug, LayerCheckOptions options = quiet()) {
   Buggy m(bug);
@@ -94,12 +128,14 @@ BOOST_AUTO_TEST_CASE(linear_passes_every_row_and_reports_the_errors) {
   const LayerCheckReport r = check_layer(lin, linear_forward, {randn_leaf({2, 3}, 2, "x")}, options);
   BOOST_TEST(r.ok, r.table());
   BOOST_TEST(r.layer == "Linear");
-  BOOST_TEST(r.rows.size() == 7u);
-  BOOST_TEST(r.passed() == 6);
+  BOOST_TEST(r.rows.size() == 8u);
+  BOOST_TEST(r.passed() == 7);
   BOOST_TEST((status_of(r, "gradient (eval)") == LayerCheckStatus::skipped));
   BOOST_TEST(r.comparisons == 8 * (6 + 12 + 4));  // outputs x (input + weight + bias elements)
   BOOST_TEST(r.max_abs_error < 1e-7);
-  BOOST_TEST(r.table().find("check_layer Linear: passed, 6/6 checks passed") != std::string::npos, r.table());
+  BOOST_TEST(r.table().find("check_layer Linear: passed, 7/7 checks passed") != std::string::npos, r.table());
+  BOOST_TEST(row_of(r, "every trainable leaf is registered").detail.find("3 trainable leaves") != std::string::npos,
+             r.table());
   BOOST_TEST(row_of(r, "state_dict round trip").detail.find("twin") != std::string::npos);
 }
 
@@ -257,7 +293,7 @@ BOOST_AUTO_TEST_CASE(dropout_is_detected_and_both_modes_are_gradient_checked) {
   const auto fwd = [](Sequential& m, const std::vector<Variable>& in) { return m(in[0]); };
   const LayerCheckReport r = check_layer(net, fwd, {randn_leaf({3, 4}, 10, "x")}, options);
   BOOST_TEST(r.ok, r.table());
-  BOOST_TEST(r.passed() == 7);
+  BOOST_TEST(r.passed() == 8);
   BOOST_TEST(row_of(r, "train/eval").detail.find("dropout: train differs from eval") != std::string::npos);
   BOOST_TEST(row_of(r, "same seed").detail.find("another state, another mask") != std::string::npos);
 
@@ -269,6 +305,55 @@ BOOST_AUTO_TEST_CASE(dropout_is_detected_and_both_modes_are_gradient_checked) {
   const LayerCheckReport c = check_layer(plain, linear_forward, {randn_leaf({3, 4}, 10)}, claimed);
   BOOST_TEST((status_of(c, "train/eval") == LayerCheckStatus::failed), c.table());
   BOOST_TEST((status_of(c, "same seed") == LayerCheckStatus::failed), c.table());
+}
+
+BOOST_AUTO_TEST_CASE(a_layer_calling_dropout_itself_is_random_when_it_says_so) {
+  const LayerCheckReport r = check_own_dropout<DeclaredOwnDropout>(0.5);
+  BOOST_TEST(r.ok, r.table());
+  BOOST_TEST((status_of(r, "gradient (eval)") == LayerCheckStatus::passed), r.table());
+  BOOST_TEST(row_of(r, "train/eval").detail.find("dropout: train differs from eval") != std::string::npos, r.table());
+  BOOST_TEST(row_of(r, "same seed").detail.find("another state, another mask") != std::string::npos, r.table());
+
+  // Asked of every module in the tree, not only of the root.
+  manual_seed(25);
+  Sequential net(std::make_unique<Linear>(3, 3), std::make_unique<DeclaredOwnDropout>(0.5));
+  const auto fwd = [](Sequential& m, const std::vector<Variable>& in) { return m(in[0]); };
+  const LayerCheckReport nested = check_layer(net, fwd, {randn_leaf({4, 3}, 26, "x")}, quiet());
+  BOOST_TEST(nested.ok, nested.table());
+  BOOST_TEST((status_of(nested, "gradient (eval)") == LayerCheckStatus::passed), nested.table());
+
+  // A rate of zero draws nothing: the layer says so, and eval is not checked apart.
+  const LayerCheckReport off = check_own_dropout<DeclaredOwnDropout>(0.0);
+  BOOST_TEST(off.ok, off.table());
+  BOOST_TEST((status_of(off, "gradient (eval)") == LayerCheckStatus::skipped), off.table());
+}
+
+BOOST_AUTO_TEST_CASE(a_layer_calling_dropout_without_saying_so_fails_train_eval) {
+  const LayerCheckReport r = check_own_dropout<OwnDropout>(0.5);
+  expect_only_failure(r, "train/eval");
+  BOOST_TEST((status_of(r, "gradient (eval)") == LayerCheckStatus::skipped), r.table());
+  BOOST_TEST(row_of(r, "train/eval").detail.find("override draws_random_numbers_in_training()") != std::string::npos,
+             r.table());
+  LayerCheckOptions told = quiet();  // the explicit option still decides when given
+  told.dropout = true;
+  BOOST_TEST(check_own_dropout<OwnDropout>(0.5, told).ok);
+}
+
+BOOST_AUTO_TEST_CASE(an_unregistered_trainable_leaf_fails_the_registration_row) {
+  const LayerCheckReport r = check_buggy(Bug::unregistered_scale);
+  expect_only_failure(r, "every trainable leaf is registered");
+  const std::string detail = row_of(r, "every trainable leaf is registered").detail;
+  BOOST_TEST(detail.find("trainable leaf 'scale' (3,) f64, consumed by '") != std::string::npos, r.table());
+  BOOST_TEST(detail.find("register it with register_parameter") != std::string::npos, r.table());
+  // The other rows see nothing wrong: the leaf is simply invisible to them.
+  BOOST_TEST(r.passed() == 6, r.table());
+
+  // A forward that fails for another reason than an unregistered leaf passes its exception on.
+  manual_seed(27);
+  Linear lin(4, 2);
+  AG_CHECK_THROWS_WITH(check_layer(lin, linear_forward, {randn_leaf({2, 3}, 28, "x")}, quiet()),
+                       std::invalid_argument, "Linear: input of shape (2, 3)");
+  BOOST_TEST(lin.weight().dtype() == DType::f32);
 }
 
 BOOST_AUTO_TEST_CASE(zero_ok_names_match_dotted_suffixes) {
