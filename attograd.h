@@ -1,37 +1,56 @@
-// attograd: everything a user needs, in one include.
+// attograd: the whole public API in one include, <attograd.h>. Each header can also be
+// included on its own as <attograd/<folder>/<file>.h>.
 #pragma once
+
+// core: tensors and the derivative-free tensor math an op is written with
+#include "attograd/core/indices.h"
 #include "attograd/core/kernels.h"
+#include "attograd/core/rng.h"
 #include "attograd/core/tensor.h"
 #include "attograd/core/threads.h"
+
+// autograd: Variables, the engine, the differentiable ops and their composed twins, checks
+#include "attograd/autograd/composed.h"
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/autograd/gradcheck.h"
+#include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops.h"
 #include "attograd/autograd/profiler.h"
 #include "attograd/autograd/variable.h"
-#include "attograd/autograd/nn_ops.h"
-#include "attograd/layers/module.h"
-#include "attograd/layers/linear.h"
+
+// layers
 #include "attograd/layers/activation.h"
+#include "attograd/layers/attention.h"
+#include "attograd/layers/attention_mask.h"
+#include "attograd/layers/cached_attention.h"
+#include "attograd/layers/check_layer.h"
 #include "attograd/layers/dropout.h"
-#include "attograd/layers/layer_norm.h"
 #include "attograd/layers/embedding.h"
+#include "attograd/layers/feed_forward.h"
+#include "attograd/layers/kv_cache.h"
+#include "attograd/layers/layer_norm.h"
+#include "attograd/layers/linear.h"
+#include "attograd/layers/module.h"
 #include "attograd/layers/positional.h"
 #include "attograd/layers/sequential.h"
-#include "attograd/layers/attention_mask.h"
-#include "attograd/layers/attention.h"
-#include "attograd/layers/feed_forward.h"
+#include "attograd/layers/sublayer.h"
 #include "attograd/layers/transformer.h"
-#include "attograd/layers/check_layer.h"
-#include "attograd/layers/kv_cache.h"
-#include "attograd/layers/cached_attention.h"
-#include "attograd/models/gpt.h"
+
+// models: complete networks
 #include "attograd/models/generate.h"
+#include "attograd/models/gpt.h"
+#include "attograd/models/sequence_model.h"
+
+// train: losses, optimizers, schedules, data, the trainer, checkpoints
 #include "attograd/train/checkpoint.h"
+#include "attograd/train/clip.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/metrics_log.h"
+#include "attograd/train/model_options.h"
 #include "attograd/train/optim.h"
 #include "attograd/train/plot.h"
 #include "attograd/train/progress.h"
 #include "attograd/train/safetensors.h"
 #include "attograd/train/schedule.h"
 #include "attograd/train/tasks.h"
+#include "attograd/train/trainer.h"

@@ -101,10 +101,10 @@ void GradSink::add_matmul(size_t i, const Tensor& a, const Tensor& b) {
   }
   const int64_t m = a.shape()[0], n = b.shape()[1];
   const Shape product{m, n};
-  // The product's (M, N) stands for the input's shape when the leading axes fold into M rows.
+  // The product is the gradient reshaped: same elements in row-major order.
   const Shape& target = i < node_.edges_.size() ? node_.edges_[i].shape : product;
-  const bool folds = target.rank() >= 1 && target[-1] == n && target.numel() == m * n;
-  if (!checked_edge(i, folds ? target : product, a.dtype(), true).active()) return;
+  const bool reshapes = target.numel() == m * n;
+  if (!checked_edge(i, reshapes ? target : product, a.dtype(), true).active()) return;
   const Edge& e = node_.edges_[i];
   // In place only into a gradient nobody else sees; under anomaly mode the product is checked
   // for non-finite values before it is added, so it must exist on its own.

@@ -1,10 +1,12 @@
 // Fused neural-network ops: forward and hand-written backward in one kernel each, for speed
 // and memory. Each has a composed twin built from the primitives in ops.h, and tests hold the
-// two equal (tests/autograd/test_nn_ops.cpp); the kernels live in core/kernels/<op>.cpp.
+// two equal (autograd/composed.h, tests/autograd/test_nn_ops.cpp); each op's forward and
+// backward kernels live side by side in autograd/ops/<op>.cpp.
 // Bad input throws std::invalid_argument naming the op and every shape or value involved.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "attograd/autograd/variable.h"
 #include "attograd/core/indices.h"
@@ -80,6 +82,11 @@ struct AttentionResult {
   // reads this same tensor: do not modify it in place.
   Tensor weights;
 };
+// Throws std::invalid_argument naming `op` and the three shapes unless q (B, H, Tq, Dk),
+// k (B, H, Tk, Dk) and v (B, H, Tk, Dv) fit together: defined, 4-D, one dtype, the same B and H,
+// equal depths Dk, equal lengths Tk. The op and the layers built on it share this one check.
+void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v, const std::string& op);
+
 AttentionResult scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
                                              const Tensor& keep = Tensor(), const Variable& bias = Variable(),
                                              const AttentionOptions& options = {});

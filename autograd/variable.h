@@ -109,9 +109,9 @@ class GradSink {
   // The same for a temporary: when g is contiguous and nothing else shares its storage, a
   // first gradient takes it over instead of copying it.
   void add(size_t i, Tensor&& g);
-  // Adds the matrix product a b, a: (M, K), b: (K, N), to input i's gradient, whose shape must
-  // be (M, N) or have last dimension N and M * N elements (leading axes folded into the rows,
-  // as linear does). When that gradient already exists (a leaf's grad, or one a node is
+  // Adds the matrix product a b, a: (M, K), b: (K, N), to input i's gradient: the product's
+  // M * N elements, in row-major order, are the gradient's in its own shape (a plain reshape,
+  // which is all the engine knows; the op decides what its rows mean). When that gradient already exists (a leaf's grad, or one a node is
   // gathering and owns) the product is accumulated into it by BLAS with beta = 1: no
   // temporary, no separate addition; otherwise the product becomes the gradient.
   void add_matmul(size_t i, const Tensor& a, const Tensor& b);

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "attograd.h"
-#include "attograd/train/optim.h"
 #include "attograd/models/sequence_model.h"
+#include "attograd/train/optim.h"
 #include "attograd/train/tasks.h"
 
 namespace {

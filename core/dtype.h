@@ -1,5 +1,5 @@
 // Element types a Tensor can hold. The dtype is a run-time property: training runs in f32 and
-// gradient checks run the very same code in f64. Integer data (token ids, lengths) lives in
+// the numerical checks of autograd/ run the very same code in f64. Integer data (token ids, lengths) lives in
 // `Indices` (indices.h), not in a Tensor.
 #pragma once
 

@@ -63,7 +63,7 @@ void system_free(void* p, std::size_t bytes) {
 //
 // An exact-size cache alone makes the process hold, for every size, the most blocks of that
 // size ever alive at once, which can exceed the most bytes ever alive at once: in the large
-// benchmark, after backward every activation block sits in the cache while the gradients, of
+// benchmark, once the step has consumed its activations every block sits in the cache while the gradients, of
 // other sizes, are allocated anew (27 MB over a live peak of 461 MB). Two things bound it:
 //   * a miss of a mapped size (>= kMapThreshold) is built from the pages of cached mapped
 //     blocks of other sizes, moved with mremap (see assemble()): no new pages, no faults;
@@ -197,7 +197,7 @@ class BlockCache {
   // cached mapped blocks of other sizes, moved (not copied) into one new address range with
   // mremap. The pages are already resident, so neither the RSS nor the page faults grow, and
   // the blocks held stay at the most bytes live at once even when the sizes in use change
-  // (after backward the gradients take the pages the activations left). Null when the cache
+  // (late in a step new blocks take the pages the activations left). Null when the cache
   // has too few mapped bytes or the block would need too many pieces.
   void* assemble(std::size_t bytes) {
     if (bytes < kMapThreshold || cached_mapped_bytes_ < bytes) return nullptr;

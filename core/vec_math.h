@@ -8,8 +8,8 @@
 // exp_f32(0) == 1 exactly, exp_f32(-inf) == 0, exp_f32(+inf) == +inf, overflow gives +inf,
 // underflow gives 0, NaN stays NaN. Same input, same bits, on every call and thread.
 //
-// vec_exp<T> is the one the kernels call: exp_f32 for float, std::exp for double (the f64
-// gradient checks keep libm's exp). exp_shifted and small_gemm, at the end, are
+// vec_exp<T> is the one the kernels call: exp_f32 for float, std::exp for double (float64
+// runs keep libm's exp). exp_shifted and small_gemm, at the end, are
 // compiled for SSE2 and for AVX2: a softmax row's exps and the products of attention heads.
 #pragma once
 
@@ -135,7 +135,7 @@ inline void exp_row(const T* x, T* y, int64_t n, T shift) {
 }
 
 // Row reductions for either dtype: the lane versions for float, left-to-right loops for double
-// (the f64 gradient checks keep the plain order).
+// (float64 runs keep the plain order).
 template <typename T>
 inline T row_sum(const T* x, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
@@ -164,6 +164,55 @@ inline T row_max(const T* x, int64_t n) {
     T mx = -std::numeric_limits<T>::infinity();
     for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);
     return mx;
+  }
+}
+
+// ---- softmax of one row ----
+// y = softmax(x) over n entries (y may be x): the max, the shifted exps and the sum are
+// separate passes, vectorised for f32 (the sum in the fixed 8-lane order above). A row that is
+// -inf everywhere (every key masked) gives all zeros, not NaN. The softmax op and attention's
+// weights both use this, so their rows round alike.
+template <typename T>
+inline void softmax_row(const T* x, T* y, int64_t n) {
+  const T mx = row_max(x, n);
+  if (mx == -std::numeric_limits<T>::infinity()) {
+    std::fill(y, y + n, T(0));
+    return;
+  }
+  exp_row(x, y, n, mx);
+  const T inv = 1 / row_sum(y, n);
+  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+}
+
+// ---- transposing a matrix ----
+// The 4x4 block at src (row stride ld) transposed into dst (row stride ldd), through SSE
+// shuffles: pure data movement, 16 loads and stores instead of 16 strided scalar copies.
+inline void transpose4x4(const float* src, int64_t ld, float* dst, int64_t ldd) {
+  const F32x4 r0 = *reinterpret_cast<const F32x4*>(src), r1 = *reinterpret_cast<const F32x4*>(src + ld);
+  const F32x4 r2 = *reinterpret_cast<const F32x4*>(src + 2 * ld), r3 = *reinterpret_cast<const F32x4*>(src + 3 * ld);
+  const F32x4 t0 = __builtin_shufflevector(r0, r1, 0, 4, 1, 5), t1 = __builtin_shufflevector(r2, r3, 0, 4, 1, 5);
+  const F32x4 t2 = __builtin_shufflevector(r0, r1, 2, 6, 3, 7), t3 = __builtin_shufflevector(r2, r3, 2, 6, 3, 7);
+  *reinterpret_cast<F32x4*>(dst) = __builtin_shufflevector(t0, t1, 0, 1, 4, 5);
+  *reinterpret_cast<F32x4*>(dst + ldd) = __builtin_shufflevector(t0, t1, 2, 3, 6, 7);
+  *reinterpret_cast<F32x4*>(dst + 2 * ldd) = __builtin_shufflevector(t2, t3, 0, 1, 4, 5);
+  *reinterpret_cast<F32x4*>(dst + 3 * ldd) = __builtin_shufflevector(t2, t3, 2, 3, 6, 7);
+}
+
+// dst (n, m), row stride m, = the transpose of src (m, n), row stride ld.
+template <typename T>
+void transpose_matrix(const T* src, int64_t ld, int64_t m, int64_t n, T* dst) {
+  int64_t r0 = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    for (; r0 + 4 <= m; r0 += 4) {
+      int64_t c = 0;
+      for (; c + 4 <= n; c += 4) transpose4x4(src + r0 * ld + c, ld, dst + c * m + r0, m);
+      for (; c < n; ++c) {
+        for (int64_t r = r0; r < r0 + 4; ++r) dst[c * m + r] = src[r * ld + c];
+      }
+    }
+  }
+  for (; r0 < m; ++r0) {
+    for (int64_t c = 0; c < n; ++c) dst[c * m + r0] = src[r0 * ld + c];
   }
 }
 

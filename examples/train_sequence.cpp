@@ -18,12 +18,12 @@
 #include <vector>
 
 #include "attograd/core/rng.h"
-#include "train_sequence_cli.h"
 #include "attograd/train/atomic_file.h"
 #include "attograd/train/memory.h"
 #include "attograd/train/outputs.h"
 #include "attograd/train/progress.h"
 #include "attograd/train/trainer.h"
+#include "train_sequence_cli.h"
 
 namespace {
 

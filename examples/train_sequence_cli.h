@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "attograd/train/outputs.h"
 #include "attograd/models/sequence_model.h"
+#include "attograd/train/outputs.h"
 #include "attograd/train/tasks.h"
 #include "attograd/train/trainer.h"
 

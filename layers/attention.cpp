@@ -90,17 +90,7 @@ std::string ScaledDotProductAttention::name() const {
 
 AttentionOutput ScaledDotProductAttention::forward(const Variable& q, const Variable& k, const Variable& v,
                                                    const AttentionMask& mask, const AttentionBias& bias) {
-  const bool ranks = q.dim() == 4 && k.dim() == 4 && v.dim() == 4;
-  if (!ranks || q.shape()[0] != k.shape()[0] || q.shape()[0] != v.shape()[0] || q.shape()[1] != k.shape()[1] ||
-      q.shape()[1] != v.shape()[1] || q.shape()[3] != k.shape()[3] || k.shape()[2] != v.shape()[2]) {
-    throw std::invalid_argument("ScaledDotProductAttention: expected q (B, H, Tq, d_k), k (B, H, Tk, d_k), "
-                                "v (B, H, Tk, d_v), got q=" + q.shape().str() + " k=" + k.shape().str() +
-                                " v=" + v.shape().str());
-  }
-  if (q.dtype() != k.dtype() || q.dtype() != v.dtype()) {
-    throw std::invalid_argument(std::string("ScaledDotProductAttention: dtypes differ: q=") + dtype_name(q.dtype()) +
-                                " k=" + dtype_name(k.dtype()) + " v=" + dtype_name(v.dtype()));
-  }
+  check_attention_operands(q.value(), k.value(), v.value(), "ScaledDotProductAttention");
   const int64_t B = q.shape()[0], H = q.shape()[1], Tq = q.shape()[2], Tk = k.shape()[2];
   mask.check("ScaledDotProductAttention", B, H, Tq, Tk);
   bias.check("ScaledDotProductAttention", B, H, Tq, Tk);

@@ -1,10 +1,9 @@
-// Learning-rate schedules and gradient clipping: the two things the trainer does around each
-// optimizer step.
+// Learning-rate schedules: the rate the trainer hands the optimizer before each step (the
+// other thing it does around a step, clipping, is in clip.h).
 //
 //   LrSchedule schedule({.lr = 3e-3, .min_lr = 3e-4, .warmup_steps = 100, .total_steps = 2000,
 //                        .decay = LrDecay::cosine});
 //   optimizer.set_lr(schedule.at(step));              // step = updates done so far (0-based)
-//   double norm = clip_grad_norm(params, 1.0);
 //
 // The schedule, for update number `step` (0, 1, ...), W = warmup_steps, S = total_steps:
 //   step <  W:  lr * (step + 1) / W                  (the first update already moves)
@@ -47,16 +46,5 @@ class LrSchedule {
  private:
   LrScheduleOptions options_;
 };
-
-// Rescales the gradients of `params` in place so that their total L2 norm (over all elements of
-// all defined gradients) is at most max_norm, as torch.nn.utils.clip_grad_norm_ does: every
-// gradient is multiplied by max_norm / (norm + 1e-6) when that factor is below 1. Returns the
-// norm before clipping. Parameters without a gradient are skipped. A non-finite norm throws
-// std::runtime_error when error_if_nonfinite, and otherwise scales as PyTorch does (the NaN
-// spreads, so the caller sees it in the loss). max_norm must be positive.
-double clip_grad_norm(const NamedVariables& params, double max_norm, bool error_if_nonfinite = false);
-
-// The total L2 norm of the defined gradients, without changing them.
-double grad_norm(const NamedVariables& params);
 
 }  // namespace ag

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
 #include "attograd/core/rng.h"
 #include "attograd/train/json_text.h"

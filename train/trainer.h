@@ -35,10 +35,11 @@
 #include <string>
 
 #include "attograd/core/indices.h"
+#include "attograd/models/sequence_model.h"
+#include "attograd/train/clip.h"
 #include "attograd/train/metrics_log.h"
 #include "attograd/train/optim.h"
 #include "attograd/train/schedule.h"
-#include "attograd/models/sequence_model.h"
 #include "attograd/train/tasks.h"
 
 namespace ag {

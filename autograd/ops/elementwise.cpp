@@ -1,10 +1,68 @@
 // Elementwise ops. Binary ops first broadcast both operands to a common shape with
 // broadcast_to (whose backward reduces), so each backward below deals with equal shapes only.
+#include <cmath>
+#include <numbers>
 #include <stdexcept>
 #include <string>
 
 #include "attograd/autograd/ops.h"
+#include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
+#include "attograd/core/parallel.h"
+
+namespace ag::kernels {
+
+namespace {
+
+// out[i] = f(saved[i], g[i]): the backward of a unary function from the tensor its forward
+// saved (input or output) and the upstream gradient, both of the op's shape.
+template <typename F>
+Tensor unary_backward(const char* op, const Tensor& saved, const Tensor& g, F f) {
+  if (!saved.defined() || !g.defined() || saved.shape() != g.shape() || saved.dtype() != g.dtype()) {
+    throw std::invalid_argument(std::string(op) + ": the gradient " + (g.defined() ? g.shape().str() : "undefined") +
+                                " does not match the saved tensor " +
+                                (saved.defined() ? saved.shape().str() : "undefined"));
+  }
+  const Tensor s = saved.contiguous(), gc = g.contiguous();
+  Tensor out(s.shape(), s.dtype());
+  dispatch(s.dtype(), [&]<typename T>(T) {
+    const T* ps = s.data<T>();
+    const T* pg = gc.data<T>();
+    T* po = out.data<T>();
+    // Memory-bound like the forward maps: split over the pool from ~1M elements on.
+    const int64_t n = out.numel();
+    parallel_for(n, parallel_chunks(n, 4.0 * static_cast<double>(n)), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) po[i] = f(ps[i], pg[i]);
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+// relu runs once per feed-forward layer on its widest tensor: a plain select, which vectorises.
+Tensor relu_backward(const Tensor& x, const Tensor& g) {
+  return unary_backward("relu_backward", x, g, []<typename T>(T v, T d) { return v > 0 ? d : T(0); });
+}
+
+// gelu(x) = x Phi(x), so gelu'(x) = Phi(x) + x phi(x) with the normal cdf Phi and pdf phi.
+Tensor gelu_backward(const Tensor& x, const Tensor& g) {
+  return unary_backward("gelu_backward", x, g, []<typename T>(T v, T d) {
+    const T cdf = static_cast<T>(0.5) * (1 + std::erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
+    const T pdf = std::exp(static_cast<T>(-0.5) * v * v) * static_cast<T>(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
+    return d * (cdf + v * pdf);
+  });
+}
+
+Tensor tanh_backward(const Tensor& y, const Tensor& g) {
+  return unary_backward("tanh_backward", y, g, []<typename T>(T v, T d) { return d * (1 - v * v); });
+}
+
+Tensor sigmoid_backward(const Tensor& y, const Tensor& g) {
+  return unary_backward("sigmoid_backward", y, g, []<typename T>(T v, T d) { return d * v * (1 - v); });
+}
+
+}  // namespace ag::kernels
 
 namespace ag {
 
@@ -129,14 +187,14 @@ Variable pow(const Variable& base_in, const Variable& exponent_in) {
 Variable tanh(const Variable& x) {
   Tensor y = kernels::unary(UnaryOp::tanh, x.value());
   return make_result("tanh", y, {x}, [y](const Tensor& g, GradSink& grads) {
-    grads.add(0, kernels::binary(BinaryOp::tanh_grad, y, g));
+    grads.add(0, kernels::tanh_backward(y, g));
   });
 }
 
 Variable sigmoid(const Variable& x) {
   Tensor y = kernels::unary(UnaryOp::sigmoid, x.value());
   return make_result("sigmoid", y, {x}, [y](const Tensor& g, GradSink& grads) {
-    grads.add(0, kernels::binary(BinaryOp::sigmoid_grad, y, g));
+    grads.add(0, kernels::sigmoid_backward(y, g));
   });
 }
 
@@ -147,14 +205,14 @@ Variable relu(const Variable& x) {
   Tensor y = kernels::unary(UnaryOp::relu, x.value());
   const Tensor y_saved = y;
   return make_result("relu", std::move(y), {x}, [y_saved](const Tensor& g, GradSink& grads) {
-    grads.add(0, kernels::binary(BinaryOp::relu_grad, y_saved, g));
+    grads.add(0, kernels::relu_backward(y_saved, g));
   });
 }
 
 Variable gelu(const Variable& x) {
   const Tensor x_val = x.value();
   return make_result("gelu", kernels::unary(UnaryOp::gelu, x_val), {x}, [x_val](const Tensor& g, GradSink& grads) {
-    grads.add(0, kernels::binary(BinaryOp::gelu_grad, x_val, g));
+    grads.add(0, kernels::gelu_backward(x_val, g));
   });
 }
 

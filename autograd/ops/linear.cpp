@@ -93,6 +93,7 @@ Variable linear(const Variable& x, const Variable& weight, const Variable& bias)
                        // linear, 16 MB per block in the large benchmark) is released before dx
                        // is allocated.
                        if (!grads.graph_retained()) x_saved = Tensor();
+                       // dx = g W: a (rows, in) product, which is x's (..., in) gradient reshaped.
                        if (grads.wants(0)) grads.add_matmul(0, g2, w_saved);
                        if (grads.wants(2)) grads.add(2, column_sums(g2));
                      });

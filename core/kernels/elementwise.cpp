@@ -30,13 +30,6 @@ T gelu_value(T x) {
 }
 
 template <typename T>
-T gelu_derivative(T x) {
-  const T cdf = static_cast<T>(0.5) * (1 + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
-  const T pdf = std::exp(static_cast<T>(-0.5) * x * x) * static_cast<T>(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
-  return cdf + x * pdf;
-}
-
-template <typename T>
 T apply_unary(UnaryOp op, T x) {
   switch (op) {
     case UnaryOp::neg: return -x;
@@ -65,10 +58,6 @@ T apply_binary(BinaryOp op, T a, T b) {
     case BinaryOp::maximum: return (a > b || std::isnan(a)) ? a : b;
     case BinaryOp::minimum: return (a < b || std::isnan(a)) ? a : b;
     case BinaryOp::equal: return a == b ? T(1) : T(0);
-    case BinaryOp::relu_grad: return a > 0 ? b : T(0);
-    case BinaryOp::gelu_grad: return b * gelu_derivative(a);
-    case BinaryOp::tanh_grad: return b * (1 - a * a);
-    case BinaryOp::sigmoid_grad: return b * a * (1 - a);
   }
   return a;
 }
@@ -132,10 +121,6 @@ const char* binary_name(BinaryOp op) {
     case BinaryOp::maximum: return "maximum";
     case BinaryOp::minimum: return "minimum";
     case BinaryOp::equal: return "equal";
-    case BinaryOp::relu_grad: return "relu_backward";
-    case BinaryOp::gelu_grad: return "gelu_backward";
-    case BinaryOp::tanh_grad: return "tanh_backward";
-    case BinaryOp::sigmoid_grad: return "sigmoid_backward";
   }
   return "binary";
 }
@@ -212,9 +197,6 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
       case BinaryOp::sub: run([](T x, T y) { return x - y; }); break;
       case BinaryOp::mul: run([](T x, T y) { return x * y; }); break;
       case BinaryOp::div: run([](T x, T y) { return x / y; }); break;
-      // The backward of relu runs once per feed-forward layer on its widest tensor: its own
-      // instantiation lets the loop vectorise instead of calling apply_binary per element.
-      case BinaryOp::relu_grad: run([](T x, T g) { return x > 0 ? g : T(0); }); break;
       default: run([op](T x, T y) { return apply_binary(op, x, y); }); break;
     }
   });

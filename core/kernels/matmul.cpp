@@ -1,12 +1,11 @@
 // Matrix products through OpenBLAS. Each operand's last two dimensions are handed to BLAS as
 // they lie in memory: row-major (stride (ld, 1)) as CblasNoTrans, a transposed view
 // (stride (1, ld)) as CblasTrans; anything else is copied to contiguous first.
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstring>
 #include <string>
 
+#include "attograd/core/gemm.h"
 #include "attograd/core/kernels.h"
 #include "attograd/core/parallel.h"
 
@@ -16,21 +15,23 @@ namespace {
 
 struct BlasOperand {
   Tensor t;  // possibly a contiguous copy of the caller's tensor
-  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  Transpose trans = Transpose::no;
   int64_t ld = 0;
 };
 
-// rows x cols are the logical sizes of the last two dimensions.
+// The last two dimensions as BLAS reads them, copied to contiguous when no flag fits.
 BlasOperand as_blas_operand(const Tensor& x) {
   const int64_t r = x.dim();
-  const int64_t rows = x.shape()[r - 2];
-  const int64_t cols = x.shape()[r - 1];
-  const int64_t s_row = x.strides()[static_cast<size_t>(r - 2)];
-  const int64_t s_col = x.strides()[static_cast<size_t>(r - 1)];
-  if ((s_col == 1 || cols == 1) && s_row >= std::max<int64_t>(cols, 1)) return {x, CblasNoTrans, s_row};
-  if ((s_row == 1 || rows == 1) && s_col >= std::max<int64_t>(rows, 1)) return {x, CblasTrans, s_col};
-  Tensor c = x.clone();
-  return {c, CblasNoTrans, std::max<int64_t>(cols, 1)};
+  BlasOperand o{x};
+  const auto fits = [&] {
+    return blas_layout(o.t.shape()[r - 2], o.t.shape()[r - 1], o.t.strides()[static_cast<size_t>(r - 2)],
+                       o.t.strides()[static_cast<size_t>(r - 1)], o.trans, o.ld);
+  };
+  if (!fits()) {
+    o.t = x.clone();
+    fits();
+  }
+  return o;
 }
 
 // The shapes of a product: checks the operands (and the bias) and names them in errors.
@@ -117,18 +118,9 @@ void run_product(const Tensor& a, const Tensor& b, const ProductShapes& shapes, 
         ob += i * B.t.strides()[static_cast<size_t>(d)];
       }
       // Row r of op(A) starts at r * ld (NoTrans) or at r (Trans).
-      oa += A.trans == CblasNoTrans ? r0 * A.ld : r0;
+      oa += A.trans == Transpose::no ? r0 * A.ld : r0;
       T* c = po + bi * m * n + r0 * n;
-      const int rows = static_cast<int>(r1 - r0), cols = static_cast<int>(n);
-      if (rows == 0) return;
-      if constexpr (std::is_same_v<T, float>) {
-        cblas_sgemm(CblasRowMajor, A.trans, B.trans, rows, cols, static_cast<int>(k), 1.0f, pa + oa,
-                    static_cast<int>(A.ld), pb + ob, static_cast<int>(B.ld), static_cast<float>(beta), c,
-                    static_cast<int>(n));
-      } else {
-        cblas_dgemm(CblasRowMajor, A.trans, B.trans, rows, cols, static_cast<int>(k), 1.0, pa + oa,
-                    static_cast<int>(A.ld), pb + ob, static_cast<int>(B.ld), beta, c, static_cast<int>(n));
-      }
+      gemm(A.trans, B.trans, r1 - r0, n, k, T(1), pa + oa, A.ld, pb + ob, B.ld, static_cast<T>(beta), c, n);
     };
     if (threads <= 1 || split_batch) {
       parallel_for(nb, threads, [&](int64_t b0, int64_t b1) {

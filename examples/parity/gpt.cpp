@@ -5,9 +5,9 @@
 #include <stdexcept>
 
 #include "attograd/autograd/nn_ops.h"
-#include "modules.h"
 #include "attograd/models/gpt.h"
 #include "attograd/train/optim.h"
+#include "modules.h"
 
 namespace ag::parity {
 

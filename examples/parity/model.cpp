@@ -4,10 +4,10 @@
 #include <stdexcept>
 
 #include "attograd/autograd/nn_ops.h"
-#include "modules.h"
-#include "attograd/train/optim.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/model_options.h"
+#include "attograd/train/optim.h"
+#include "modules.h"
 
 namespace ag::parity {
 

@@ -10,12 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/variable.h"
-#include "fixture.h"
-#include "parity.h"
 #include "attograd/layers/attention_mask.h"
 #include "attograd/layers/module.h"
-#include "attograd/autograd/nn_ops.h"
+#include "fixture.h"
+#include "parity.h"
 
 namespace ag::parity {
 

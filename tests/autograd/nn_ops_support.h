@@ -1,6 +1,5 @@
 // Helpers for test_nn_ops.cpp: closed-form inputs shared with reference_nn_ops.py, the
-// fused == composed comparison, and the composed twins of the fused ops, written with the
-// primitives of autograd/ops.h only.
+// fused == composed comparison (the twins themselves are library code: autograd/composed.h).
 #pragma once
 
 #include <cmath>
@@ -9,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attograd/autograd/composed.h"
 #include "support.h"
 
 namespace ag::testing {
@@ -62,59 +62,6 @@ inline void check_twins(const std::function<Variable()>& fused, const std::funct
     BOOST_TEST(max_abs_diff(a[i], b[i]) <= kTwinTol, (i == 0 ? std::string("output") : "grad " + std::to_string(i - 1))
                                                          << " differs by " << max_abs_diff(a[i], b[i]));
   }
-}
-
-// ---- composed twins ----
-
-inline Variable composed_layer_norm(const Variable& x, const Variable& w, const Variable& b, int64_t dims, double eps) {
-  std::vector<int64_t> axes;
-  for (int64_t d = x.dim() - dims; d < x.dim(); ++d) axes.push_back(d);
-  const Variable centred = x - mean(x, axes, true);
-  const Variable var = mean(centred * centred, axes, true);
-  Variable y = centred / sqrt(var + eps);
-  if (w.defined()) y = y * w;
-  if (b.defined()) y = y + b;
-  return y;
-}
-
-// log_softmax, then the target's log-probability picked by a one-hot mask.
-inline Variable composed_cross_entropy(const Variable& logits, const Indices& targets, const CrossEntropyOptions& o) {
-  const int64_t classes = logits.shape()[-1];
-  Tensor onehot = zeros(logits.shape(), logits.dtype());
-  Tensor valid = zeros(targets.shape, logits.dtype());
-  Tensor onehot_flat = onehot.view({-1, classes});
-  Tensor valid_flat = valid.view({-1});
-  int64_t count = 0;
-  for (int64_t r = 0; r < targets.numel(); ++r) {
-    if (targets[r] == o.ignore_index) continue;
-    onehot_flat.set({r, targets[r]}, 1.0);
-    valid_flat.set({r}, 1.0);
-    ++count;
-  }
-  const Variable logp = log_softmax(logits, -1);
-  const Variable nll = neg(sum(logp * Variable(onehot), {-1}));
-  const Variable smooth = neg(mean(logp, {-1}));
-  const Variable row = (nll * (1 - o.label_smoothing) + smooth * o.label_smoothing) * Variable(valid);
-  switch (o.reduction) {
-    case Reduction::none: return row;
-    case Reduction::sum: return sum(row);
-    case Reduction::mean: return sum(row) / static_cast<double>(count);
-  }
-  return row;
-}
-
-// matmul + masked_fill + softmax (+ dropout) + matmul, from the primitives.
-inline Variable composed_attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& keep,
-                                   const Variable& bias, const AttentionOptions& o) {
-  const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(q.shape()[3]));
-  Variable scores = matmul(q, transpose(k, -2, -1)) * scale;
-  if (bias.defined()) scores = scores + bias;
-  if (keep.defined()) {
-    scores = masked_fill(scores, kernels::affine(keep, -1.0, 1.0), -std::numeric_limits<double>::infinity());
-  }
-  Variable weights = softmax(scores, -1);
-  if (o.training && o.dropout > 0) weights = dropout(weights, o.dropout, true);
-  return matmul(weights, v);
 }
 
 // 1 where key j < lengths[b]: a key-padding keep mask of shape (B, 1, 1, Tk).

@@ -19,6 +19,22 @@ BOOST_AUTO_TEST_SUITE(nn_ops)
 // ---------------------------------------------------------------------------------------------
 // layer_norm
 
+// The fused softmax and log_softmax against their twins from exp, sum and log, along the last
+// axis, a middle axis (strided rows) and a transposed view, in value and gradient.
+BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_equal_their_compositions) {
+  const Shape shape{3, 5, 7};
+  const Variable x = testing::randn_leaf(shape, 41, "x");
+  const Variable xt = transposed_leaf({3, 7, 5}, 1, 2, 42);
+  for (const int64_t axis : {int64_t{-1}, int64_t{1}, int64_t{0}}) {
+    check_twins([&] { return softmax(x, axis); }, [&] { return composed::softmax(x, axis); }, {x},
+                wave(shape, 0.23, 0.4));
+    check_twins([&] { return log_softmax(x, axis); }, [&] { return composed::log_softmax(x, axis); }, {x},
+                wave(shape, 0.31, 0.1));
+  }
+  check_twins([&] { return softmax(xt, -1); }, [&] { return composed::softmax(xt, -1); }, {xt},
+              wave({3, 7, 5}, 0.19, 0.7));
+}
+
 BOOST_AUTO_TEST_CASE(layer_norm_matches_pytorch) {
   const Variable x = leaf(wave({2, 3, 4}, 0.37, 0.1, 2.0, 0.5));
   const Variable w = leaf(wave({3, 4}, 0.91, 0.2, 0.5, 1.0));
@@ -58,7 +74,7 @@ BOOST_AUTO_TEST_CASE(layer_norm_gradcheck_over_shapes_and_affine_parts) {
       std::vector<Variable> leaves{x};
       leaves.insert(leaves.end(), opt.params.begin(), opt.params.end());
       check_twins([&] { return layer_norm(x, w, b, c.dims, 1e-5); },
-                  [&] { return composed_layer_norm(x, w, b, c.dims, 1e-5); }, leaves, wave(c.shape, 0.33, 0.2));
+                  [&] { return composed::layer_norm(x, w, b, c.dims, 1e-5); }, leaves, wave(c.shape, 0.33, 0.2));
     }
   }
 }
@@ -70,10 +86,10 @@ BOOST_AUTO_TEST_CASE(layer_norm_over_many_row_blocks_equals_its_composition) {
   const Variable x = testing::randn_leaf(shape, 77, "x");
   const Variable w = leaf(wave({700}, 0.7, 0.3, 0.5, 1.0), "weight");
   const Variable b = leaf(wave({700}, 0.4, 0.9), "bias");
-  check_twins([&] { return layer_norm(x, w, b, 1, 1e-5); }, [&] { return composed_layer_norm(x, w, b, 1, 1e-5); },
+  check_twins([&] { return layer_norm(x, w, b, 1, 1e-5); }, [&] { return composed::layer_norm(x, w, b, 1, 1e-5); },
               {x, w, b}, wave(shape, 0.33, 0.2));
   check_twins([&] { return layer_norm(x, Variable(), Variable(), 1, 1e-5); },
-              [&] { return composed_layer_norm(x, Variable(), Variable(), 1, 1e-5); }, {x}, wave(shape, 0.41, 0.3));
+              [&] { return composed::layer_norm(x, Variable(), Variable(), 1, 1e-5); }, {x}, wave(shape, 0.41, 0.3));
 }
 
 BOOST_AUTO_TEST_CASE(layer_norm_reads_non_contiguous_input) {
@@ -82,7 +98,7 @@ BOOST_AUTO_TEST_CASE(layer_norm_reads_non_contiguous_input) {
   const Variable w = leaf(wave({5, 4}, 0.5, 0.1, 0.4, 1.0), "weight");
   const Variable b = leaf(wave({5, 4}, 0.8, 0.2), "bias");
   check_gradients([&](const std::vector<Variable>& in) { return layer_norm(in[0], in[1], in[2], 2); }, {x, w, b});
-  check_twins([&] { return layer_norm(x, w, b, 2); }, [&] { return composed_layer_norm(x, w, b, 2, 1e-5); }, {x, w, b},
+  check_twins([&] { return layer_norm(x, w, b, 2); }, [&] { return composed::layer_norm(x, w, b, 2, 1e-5); }, {x, w, b},
               wave({3, 5, 4}, 0.21, 0.5));
 }
 
@@ -278,7 +294,7 @@ BOOST_AUTO_TEST_CASE(cross_entropy_gradcheck_and_twin_over_reductions_and_smooth
                         {logits});
         const Tensor up = reduction == Reduction::none ? wave({2, 3}, 0.8, 0.1) : Tensor();
         check_twins([&] { return cross_entropy(logits, kCeTargets, o); },
-                    [&] { return composed_cross_entropy(logits, kCeTargets, o); }, {logits}, up);
+                    [&] { return composed::cross_entropy(logits, kCeTargets, o); }, {logits}, up);
       }
     }
   }
@@ -290,7 +306,7 @@ BOOST_AUTO_TEST_CASE(cross_entropy_reads_non_contiguous_logits) {
   const CrossEntropyOptions o = ce_options(Reduction::mean, 0.1, -100);
   check_gradients([&](const std::vector<Variable>& in) { return cross_entropy(in[0], targets, o); }, {logits});
   check_twins([&] { return cross_entropy(logits, targets, o); },
-              [&] { return composed_cross_entropy(logits, targets, o); }, {logits});
+              [&] { return composed::cross_entropy(logits, targets, o); }, {logits});
 }
 
 BOOST_AUTO_TEST_CASE(cross_entropy_all_ignored_mean_is_zero_with_zero_gradient) {
@@ -396,7 +412,7 @@ BOOST_AUTO_TEST_CASE(attention_gradcheck_and_twin_over_masks_shapes_and_layouts)
           },
           [&] {
             default_generator().set_state(state);
-            return composed_attention(q, k, v, keep, bias, o);
+            return composed::scaled_dot_product_attention(q, k, v, keep, bias, o);
           },
           leaves, up);
     }

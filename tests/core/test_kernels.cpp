@@ -8,6 +8,7 @@
 #include <limits>
 #include <numbers>
 
+#include "attograd/autograd/ops/kernels.h"
 #include "support.h"
 
 namespace bdata = boost::unit_test::data;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/parallel.h"
 #include "support.h"
 
@@ -214,7 +215,7 @@ BOOST_AUTO_TEST_CASE(big_elementwise_ops_give_the_same_bits_split_or_strided) {
         BOOST_REQUIRE(threads == 1 || parallel_chunks(a.numel(), 4.0 * static_cast<double>(a.numel())) == 2);
         std::vector<Tensor>& r = results[threads - 1];
         r.push_back(kernels::add(a, b));
-        r.push_back(kernels::binary(kernels::BinaryOp::relu_grad, a, b));
+        r.push_back(kernels::relu_backward(a, b));
         r.push_back(kernels::unary(kernels::UnaryOp::relu, a));
         r.push_back(kernels::affine(a, 0.5, 2.0));
         Tensor acc = a.clone();
@@ -223,7 +224,7 @@ BOOST_AUTO_TEST_CASE(big_elementwise_ops_give_the_same_bits_split_or_strided) {
       }
       Tensor acc = a.clone();
       kernels::add_(acc, bt, 0.25);
-      const std::vector<Tensor> strided = {kernels::add(at, bt), kernels::binary(kernels::BinaryOp::relu_grad, at, bt),
+      const std::vector<Tensor> strided = {kernels::add(at, bt), kernels::relu_backward(at, bt),
                                            kernels::unary(kernels::UnaryOp::relu, at), kernels::affine(at, 0.5, 2.0),
                                            acc};
       for (size_t i = 0; i < strided.size(); ++i) {

@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
 #include "attograd/core/vec_math.h"
 #include "support.h"

@@ -24,8 +24,8 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz_support.h"
 #include "attograd/train/trainer.h"
+#include "fuzz_support.h"
 
 namespace {
 

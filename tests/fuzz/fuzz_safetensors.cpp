@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz_support.h"
 #include "attograd/train/safetensors.h"
+#include "fuzz_support.h"
 
 namespace {
 

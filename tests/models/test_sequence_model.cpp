@@ -6,8 +6,8 @@
 
 #include <set>
 
-#include "support.h"
 #include "attograd/models/sequence_model.h"
+#include "support.h"
 
 namespace ag::testing {
 namespace {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "examples/parity/parity.h"
 #include "attograd/models/gpt.h"
-#include "support.h"
 #include "attograd/train/safetensors.h"
+#include "examples/parity/parity.h"
+#include "support.h"
 
 using namespace ag;
 using namespace ag::parity;

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "examples/parity/parity.h"
-#include "support.h"
 #include "attograd/train/json_text.h"
 #include "attograd/train/safetensors.h"
+#include "examples/parity/parity.h"
+#include "support.h"
 
 namespace fs = std::filesystem;
 using namespace ag;

@@ -11,7 +11,6 @@
 #include <limits>
 
 #include "attograd/autograd/grad_mode.h"
-#include "support.h"
 #include "attograd/train/atomic_file.h"
 #include "attograd/train/checkpoint.h"
 #include "attograd/train/crc32c.h"
@@ -20,6 +19,7 @@
 #include "attograd/train/outputs.h"
 #include "attograd/train/safetensors.h"
 #include "attograd/train/trainer.h"
+#include "support.h"
 #include "train_support.h"
 
 namespace ag::testing {

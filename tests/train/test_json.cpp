@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "support.h"
 #include "attograd/train/json_text.h"
+#include "support.h"
 
 namespace ag::testing {
 

@@ -3,9 +3,9 @@
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 
-#include "support.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/tasks.h"
+#include "support.h"
 
 namespace bdata = boost::unit_test::data;
 

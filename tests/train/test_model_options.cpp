@@ -1,6 +1,6 @@
 // A SequenceModel's options through the JSON a checkpoint stores, and bad JSON refused.
-#include "support.h"
 #include "attograd/train/model_options.h"
+#include "support.h"
 
 namespace ag::testing {
 namespace {

@@ -7,9 +7,9 @@
 #include <iomanip>
 #include <memory>
 
-#include "support.h"
 #include "attograd/train/optim.h"
 #include "attograd/train/schedule.h"
+#include "support.h"
 
 namespace bdata = boost::unit_test::data;
 

@@ -2,8 +2,8 @@
 // Times are passed in, never measured.
 #include <sstream>
 
-#include "support.h"
 #include "attograd/train/progress.h"
+#include "support.h"
 
 namespace ag::testing {
 namespace {

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <numbers>
 
-#include "support.h"
 #include "attograd/train/schedule.h"
+#include "support.h"
 
 namespace ag::testing {
 

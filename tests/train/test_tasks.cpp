@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "support.h"
 #include "attograd/train/tasks.h"
+#include "support.h"
 
 namespace ag::testing {
 namespace {

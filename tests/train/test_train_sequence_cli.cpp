@@ -5,8 +5,8 @@
 // the written configuration reading back to the same options.
 #include <sys/stat.h>
 
-#include "examples/train_sequence_cli.h"
 #include "attograd/train/model_options.h"
+#include "examples/train_sequence_cli.h"
 #include "support.h"
 #include "train_support.h"
 

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <sstream>
 
-#include "support.h"
 #include "attograd/train/checkpoint.h"
 #include "attograd/train/metrics_log.h"
 #include "attograd/train/trainer.h"
+#include "support.h"
 #include "train_support.h"
 
 namespace ag::testing {

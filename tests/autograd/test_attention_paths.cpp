@@ -10,6 +10,7 @@
 
 #include <ostream>
 
+#include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
 #include "support.h"
 

@@ -1,0 +1,122 @@
+// The forward and backward kernels of the differentiable ops, on Tensors. Each is defined in
+// its op's own file (autograd/ops/<op>.cpp) beside the Variable wiring that calls it, e.g.
+// attention_forward and attention_backward in autograd/ops/attention.cpp. Internal: not
+// installed; the op files and the tests that hold the kernels' paths, dtypes and thread counts
+// equal include it. Errors name the op the user called (layer_norm, dropout, ...).
+#pragma once
+
+#include <cstdint>
+
+#include "attograd/core/indices.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/rng.h"
+#include "attograd/core/tensor.h"
+
+namespace ag::kernels {
+
+// ---- elementwise backward (ops/elementwise.cpp), from the upstream gradient g and the
+//      saved forward input x or output y ----
+Tensor relu_backward(const Tensor& x, const Tensor& g);     // g * (x > 0)
+Tensor gelu_backward(const Tensor& x, const Tensor& g);     // g * gelu'(x)
+Tensor tanh_backward(const Tensor& y, const Tensor& g);     // g * (1 - y^2)
+Tensor sigmoid_backward(const Tensor& y, const Tensor& g);  // g * y * (1 - y)
+
+// ---- softmax along one axis (ops/softmax.cpp) ----
+// A row that is -inf everywhere (every key masked) gets softmax 0 everywhere, not NaN.
+Tensor softmax(const Tensor& x, int64_t axis);
+Tensor log_softmax(const Tensor& x, int64_t axis);
+// gx = y * (g - sum(g * y))          (y = softmax output)
+Tensor softmax_backward(const Tensor& y, const Tensor& g, int64_t axis);
+// gx = g - exp(y) * sum(g)           (y = log_softmax output)
+Tensor log_softmax_backward(const Tensor& y, const Tensor& g, int64_t axis);
+
+// ---- layer norm ----
+// x: (..., *normalized) -> y of the same shape, normalised over the last `normalized_dims`
+// axes with the biased variance and eps inside the square root (PyTorch's F.layer_norm).
+// weight, bias: shape `normalized`, or undefined (no affine part).
+// mean, rstd: (...) = x's leading axes, in x's dtype; rstd = 1 / sqrt(var + eps).
+struct LayerNormForward {
+  Tensor y, mean, rstd;
+};
+LayerNormForward layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                    int64_t normalized_dims, double eps);
+// g: x's shape. Only the wanted gradients are computed (the others stay undefined);
+// dweight and dbias have the normalized shape.
+struct LayerNormGrads {
+  Tensor dx, dweight, dbias;
+};
+LayerNormGrads layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                   const Tensor& weight, int64_t normalized_dims, bool want_x, bool want_weight,
+                                   bool want_bias);
+
+// ---- dropout masks ----
+// The mask of one random op: element i (row-major index in the op's logical shape) is kept
+// when uniform_f64(key, i) >= p, so P(keep) = 1 - p whatever the dtype, and the same key gives
+// the same mask in forward, backward, f32 and f64. Kept elements are scaled by 1 / (1 - p).
+struct DropoutMask {
+  double p = 0.0;
+  uint64_t key = 0;
+  bool active() const { return p > 0.0; }
+  bool keeps(uint64_t index) const { return Generator::uniform_f64(key, index) >= p; }
+  double scale() const { return p < 1.0 ? 1.0 / (1.0 - p) : 0.0; }
+};
+// Throws std::invalid_argument naming `op` unless 0 <= p <= 1.
+void check_dropout_probability(double p, const char* op);
+// x * mask * scale, x of any strides (the mask follows x's logical indices) -> contiguous.
+// Forward and backward of dropout are both this call.
+Tensor apply_dropout(const Tensor& x, const DropoutMask& mask);
+
+// ---- embedding ----
+// weight: (num, dim), ids: any shape, values in [0, num) -> (*ids.shape, dim).
+// padding_idx is -1 (none) or a row in [0, num).
+Tensor embedding_forward(const Tensor& weight, const Indices& ids, int64_t padding_idx);
+// g: (*ids.shape, dim) -> (num, dim): rows scatter-added by id, repeated ids accumulate, the
+// padding row stays zero. ids must have passed embedding_forward's checks.
+Tensor embedding_backward(const Tensor& g, const Indices& ids, int64_t num, int64_t padding_idx);
+
+// ---- cross-entropy (log-softmax + NLL in one pass per row) ----
+// logits: (N, C), targets: N values in [0, C) or ignore_index (shape only used in messages).
+// loss_row = (1 - ls) * (lse - x_t) + ls * (lse - mean_j x_j), 0 for ignored rows.
+// lse: (N,) log-sum-exp of each row, all backward needs besides the logits.
+struct CrossEntropyForward {
+  Tensor losses, lse;
+};
+CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Indices& targets, int64_t ignore_index,
+                                          double label_smoothing);
+// row_grad: (N,) of any strides (an expanded scalar for mean/sum) -> d logits (N, C):
+//   row_grad[r] * (softmax_j - (1 - ls) [j == t] - ls / C), zero rows for ignored targets.
+Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Indices& targets,
+                              int64_t ignore_index, double label_smoothing, const Tensor& row_grad);
+
+// ---- scaled dot-product attention ----
+// q: (B, H, Tq, Dk), k: (B, H, Tk, Dk), v: (B, H, Tk, Dv); keep and bias are undefined or
+// broadcastable to (B, H, Tq, Tk). Operands may be strided views (a (B, T, H, D) tensor
+// permuted to (B, H, T, D) goes to BLAS as it lies). Throws std::invalid_argument naming
+// scaled_dot_product_attention and every shape.
+void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
+                               const Tensor& bias);
+// How the per-slice products run: BLAS calls, or direct loops that beat BLAS's fixed cost per
+// call on small heads. `automatic` (what the library uses) picks by slice size; tests force
+// each path to hold them equal.
+enum class AttentionPath { automatic, blas, direct };
+// weights = softmax over keys of (scale * q k^T + bias) where keep != 0 (a row with no kept
+// key is all zero); output = (weights with `dropout` applied) v.
+struct AttentionForward {
+  Tensor output;   // (B, H, Tq, Dv)
+  Tensor weights;  // (B, H, Tq, Tk), before dropout
+};
+AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
+                                   const Tensor& bias, double scale, const DropoutMask& dropout,
+                                   AttentionPath path = AttentionPath::automatic);
+// g: (B, H, Tq, Dv), any strides. Reads q only for dk, k only for dq, v only for dq/dk/dscores.
+// dscores is the gradient of the pre-softmax scores (B, H, Tq, Tk), i.e. of an additive bias
+// before it is summed back to the bias's shape. Unwanted gradients stay undefined.
+struct AttentionGrads {
+  Tensor dq, dk, dv, dscores;
+};
+AttentionGrads attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& weights, double scale, const DropoutMask& dropout, bool want_q,
+                                  bool want_k, bool want_v, bool want_scores,
+                                  AttentionPath path = AttentionPath::automatic);
+
+}  // namespace ag::kernels

@@ -1,0 +1,26 @@
+// The one place that calls BLAS: which transpose flag and leading dimension a strided matrix
+// takes, and the f32 / f64 product. matmul (core/kernels.h) and attention's per-head products
+// (autograd/ops/attention.cpp) both go through here.
+#pragma once
+
+#include <cstdint>
+
+namespace ag {
+
+enum class Transpose : bool { no, yes };
+
+inline Transpose flipped(Transpose t) { return t == Transpose::no ? Transpose::yes : Transpose::no; }
+
+// How BLAS can read a (rows, cols) matrix whose elements are s_row and s_col apart: row-major
+// as it lies (Transpose::no, leading dimension s_row) or as the transpose of a row-major matrix
+// (Transpose::yes, leading dimension s_col). False when neither fits (the caller copies).
+bool blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, Transpose& trans, int64_t& ld);
+
+// C (m, n), row stride ldc, = alpha op(A) op(B) + beta C, with op(A): (m, k), op(B): (k, n).
+// k = 0 is an empty sum (C = beta C), which BLAS's argument checks would refuse.
+void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+
+}  // namespace ag
