@@ -9,8 +9,10 @@ cd "$(dirname "$0")"
 # Compiler, build tools, OpenBLAS, Boost.Test, CLI11 (command lines and config files) and
 # nlohmann-json (header-only both); python3-numpy only for the test that reads a checkpoint with
 # an independent reader (never needed at run time).
+# fortunes: the default text corpus of the language model (train_gpt), plain text under
+# /usr/share/games/fortunes/.
 packages=(g++ meson ninja-build pkg-config libopenblas-dev libboost-test-dev libcli11-dev nlohmann-json3-dev
-          python3 python3-numpy)
+          python3 python3-numpy fortunes)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
