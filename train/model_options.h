@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "attograd/models/gpt.h"
 #include "attograd/models/sequence_model.h"
 
 namespace ag {
@@ -12,5 +13,9 @@ namespace ag {
 // what is wrong.
 std::string sequence_model_options_to_json(const SequenceModelOptions& options);
 SequenceModelOptions sequence_model_options_from_json(const std::string& json);
+
+// The same for a GPT; parsing validates against GPTLimits (validate(GPTOptions)).
+std::string gpt_options_to_json(const GPTOptions& options);
+GPTOptions gpt_options_from_json(const std::string& json);
 
 }  // namespace ag
