@@ -68,4 +68,19 @@ inline ComposedAttention composed_attention(const Variable& q, const Variable& k
   return {matmul(weights, v), weights};
 }
 
+// A small block for the transformer tests (test_transformer.cpp, test_sublayers.cpp).
+inline TransformerBlockOptions small_block(bool norm_first, double dropout = 0.1) {
+  return {.d_model = 8, .n_head = 2, .d_ff = 12, .dropout = dropout, .norm_first = norm_first};
+}
+
+// The block's formula, written from its children (dropout off).
+inline Variable block_formula(TransformerBlock& block, const Variable& x, const AttentionMask& mask) {
+  if (block.options().norm_first) {
+    const Variable h = x + block.attn().forward(block.norm1()(x), mask).output;
+    return h + block.ff()(block.norm2()(h));
+  }
+  const Variable h = block.norm1()(x + block.attn().forward(x, mask).output);
+  return block.norm2()(h + block.ff()(h));
+}
+
 }  // namespace ag::testing
