@@ -1,6 +1,6 @@
 // Element types a Tensor can hold. The dtype is a run-time property: training runs in f32 and
-// the numerical checks of autograd/ run the very same code in f64. Integer data (token ids, lengths) lives in
-// `Indices` (indices.h), not in a Tensor.
+// the numerical checks of autograd/ run the very same code in f64. Integer data (token ids,
+// lengths) lives in `Indices` (indices.h), not in a Tensor.
 #pragma once
 
 #include <cstddef>

@@ -44,7 +44,8 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim = fal
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim = false);
 Tensor amax(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim = false);
 // Sums x over the dimensions that broadcasting stretched, giving a tensor of `shape`
-// (how autograd/ops/shape.cpp undoes an expand). Throws unless `shape` broadcasts to x's shape.
+// (how autograd/ops/shape.cpp undoes an expand). Throws unless `shape` broadcasts to x's
+// shape.
 Tensor sum_to(const Tensor& x, const Shape& shape);
 // Normalised, sorted, de-duplicated axes (all axes for an empty list). The Shape overload
 // names the tensor's shape when it throws.

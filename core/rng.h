@@ -5,7 +5,8 @@
 //   - `call` counts the random ops within a step (each dropout, each initialiser);
 //   - the element index picks the value inside one op.
 // Saving {seed, step, call} (GeneratorState) and restoring it reproduces the same bits; the
-// numerical check (autograd/gradcheck.h) does exactly that so that every evaluation sees the same dropout mask.
+// numerical check (autograd/gradcheck.h) does exactly that so that every evaluation sees the
+// same dropout mask.
 #pragma once
 
 #include <cstdint>

@@ -63,8 +63,9 @@ void system_free(void* p, std::size_t bytes) {
 //
 // An exact-size cache alone makes the process hold, for every size, the most blocks of that
 // size ever alive at once, which can exceed the most bytes ever alive at once: in the large
-// benchmark, once the step has consumed its activations every block sits in the cache while the gradients, of
-// other sizes, are allocated anew (27 MB over a live peak of 461 MB). Two things bound it:
+// benchmark, once a step has consumed its activations their blocks sit in the cache while the
+// blocks of its second half, of other sizes, are allocated anew (27 MB over a live peak of
+// 461 MB). Two things bound it:
 //   * a miss of a mapped size (>= kMapThreshold) is built from the pages of cached mapped
 //     blocks of other sizes, moved with mremap (see assemble()): no new pages, no faults;
 //   * otherwise a miss first gives back cached blocks, least recently wanted sizes first,

@@ -1,4 +1,5 @@
-// Reductions over any set of axes (sum, mean, max) and sum_to, which undoes a broadcast (autograd/ops/shape.cpp).
+// Reductions over any set of axes (sum, mean, max) and sum_to, which undoes a broadcast
+// (autograd/ops/shape.cpp uses it).
 //
 // Every reduction works the same way: the output (with size-1 reduced axes) is expanded back to
 // the input's shape with stride 0 on the reduced axes, and one strided walk over the input
