@@ -53,4 +53,5 @@
 #include "attograd/train/safetensors.h"
 #include "attograd/train/schedule.h"
 #include "attograd/train/tasks.h"
+#include "attograd/train/text.h"
 #include "attograd/train/trainer.h"

@@ -1,0 +1,353 @@
+// Text for the language model: the corpus (a user file or Debian's fortunes), the character and
+// byte tokenizers with their JSON descriptions, the train/validation split and the batches.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "attograd/train/text.h"
+#include "train_support.h"
+
+namespace ag::testing {
+namespace {
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+std::vector<int64_t> row(const Indices& x, int64_t r) {
+  const int64_t t = x.shape[1];
+  return std::vector<int64_t>(x.data.begin() + r * t, x.data.begin() + (r + 1) * t);
+}
+
+// Tokens whose value is their position, so a window's first token is its start.
+std::vector<int64_t> positions(int64_t n) {
+  std::vector<int64_t> t(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) t[static_cast<size_t>(i)] = i;
+  return t;
+}
+
+std::vector<int64_t> starts_of(const TextBatch& b) {
+  std::vector<int64_t> s;
+  for (int64_t r = 0; r < b.inputs.shape[0]; ++r) s.push_back(b.inputs[r * b.inputs.shape[1]]);
+  return s;
+}
+
+// Every row of `b` is a window of the position stream of n tokens: consecutive inputs, targets
+// shifted by one, all inside the text.
+void check_windows(const TextBatch& b, int64_t rows, int64_t block, int64_t n) {
+  BOOST_REQUIRE(b.inputs.shape == (Shape{rows, block}));
+  BOOST_REQUIRE(b.targets.shape == (Shape{rows, block}));
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<int64_t> in = row(b.inputs, r), tg = row(b.targets, r);
+    BOOST_TEST(in[0] >= 0);
+    BOOST_TEST(in[0] <= n - block - 1);
+    for (int64_t t = 0; t < block; ++t) {
+      BOOST_TEST(in[static_cast<size_t>(t)] == in[0] + t);
+      BOOST_TEST(tg[static_cast<size_t>(t)] == in[static_cast<size_t>(t)] + 1);
+    }
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(text)
+
+// ---- corpus -------------------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(default_corpus_is_the_fortunes_without_separators_index_files_or_symlinks) {
+  namespace fs = std::filesystem;
+  const std::string text = read_corpus("");
+  BOOST_TEST(text.size() > 1000000u);
+  // The .dat index files are binary (offsets with zero bytes); fortunes are text.
+  BOOST_TEST(text.find('\0') == std::string::npos);
+  BOOST_TEST(text.rfind("%\n", 0) != 0);
+  BOOST_TEST(text.find("\n%\n") == std::string::npos);
+  BOOST_TEST(!(text.size() >= 2 && text.compare(text.size() - 2, 2, "\n%") == 0));
+  // The *.u8 names are symlinks to the plain files: following them would double the corpus.
+  uint64_t plain_bytes = 0, plain_files = 0;
+  for (const auto& e : fs::directory_iterator(kFortunesDir)) {
+    const std::string name = e.path().filename().string();
+    if (fs::is_regular_file(e.symlink_status()) && !name.ends_with(".dat")) {
+      plain_bytes += fs::file_size(e.path());
+      ++plain_files;
+    }
+  }
+  BOOST_TEST(plain_files > 10u);
+  BOOST_TEST(text.size() <= plain_bytes + plain_files);
+  BOOST_TEST(text.size() > plain_bytes * 9 / 10);  // only the "%" lines went
+  // Debian's corpus is UTF-8, so the character tokenizer takes it as it is.
+  BOOST_TEST(Tokenizer::characters(text).vocab_size() > 90);
+  BOOST_TEST(read_corpus("") == text);  // sorted order: the same corpus every time
+}
+
+BOOST_AUTO_TEST_CASE(a_user_file_is_read_byte_for_byte) {
+  TempDir dir;
+  // A user's file keeps its "%" lines (only the fortunes use them as separators) and any bytes.
+  const std::string bytes = std::string("%\nline one\n\xff\x00tail", 17);
+  write_bytes(dir.file("corpus.txt"), bytes);
+  BOOST_TEST(read_corpus(dir.file("corpus.txt")) == bytes);
+}
+
+BOOST_AUTO_TEST_CASE(missing_directory_and_empty_files_are_errors_naming_the_path) {
+  TempDir dir;
+  const std::string missing = dir.file("no-such-corpus.txt");
+  AG_CHECK_THROWS_WITH(read_corpus(missing), std::invalid_argument, "read_corpus", missing);
+  AG_CHECK_THROWS_WITH(read_corpus(dir.path()), std::invalid_argument, "read_corpus", dir.path(), "not a regular file");
+  write_bytes(dir.file("empty.txt"), "");
+  AG_CHECK_THROWS_WITH(read_corpus(dir.file("empty.txt")), std::invalid_argument, "read_corpus", dir.file("empty.txt"),
+                       "empty");
+}
+
+// ---- character tokenizer ------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(characters_are_utf8_code_points_sorted_by_bytes) {
+  const std::string text = "h\xC3\xA9llo \xE2\x9C\x93";  // "héllo ✓"
+  const Tokenizer tok = Tokenizer::characters(text);
+  BOOST_TEST((tok.kind() == Tokenizer::Kind::characters));
+  BOOST_TEST(std::string(tok.kind_name()) == "char");
+  BOOST_TEST(tok.vocab_size() == 6);
+  const std::vector<std::string> expected = {" ", "h", "l", "o", "\xC3\xA9", "\xE2\x9C\x93"};
+  for (size_t i = 0; i < expected.size(); ++i) BOOST_TEST(tok.decode(static_cast<int64_t>(i)) == expected[i]);
+  const std::vector<int64_t> ids = tok.encode(text);
+  BOOST_TEST(ids == (std::vector<int64_t>{1, 4, 2, 2, 3, 0, 5}));
+  BOOST_TEST(tok.decode(ids) == text);
+}
+
+BOOST_AUTO_TEST_CASE(four_byte_characters_and_control_characters_round_trip) {
+  const std::string text = "a\n\t\xF0\x9F\x98\x80z\xC2\x80\xF4\x8F\xBF\xBF\xEF\xBF\xBF" + std::string(1, '\0');
+  const Tokenizer tok = Tokenizer::characters(text);
+  BOOST_TEST(tok.vocab_size() == 9);
+  BOOST_TEST(tok.decode(tok.encode(text)) == text);
+  BOOST_TEST(tok.decode(0) == std::string(1, '\0'));
+  BOOST_TEST(tok.decode(8) == "\xF4\x8F\xBF\xBF");  // U+10FFFF, the largest code point, sorts last
+}
+
+BOOST_AUTO_TEST_CASE(invalid_utf8_is_an_error_naming_the_byte_offset) {
+  const std::vector<std::pair<std::string, size_t>> cases = {
+      {"ab\xC3", 2},              // truncated by the end
+      {"a\xC3(", 1},              // missing continuation
+      {"a\xC0\xAF", 1},           // overlong '/'
+      {"\xE0\x80\xAF", 0},        // overlong, three bytes
+      {"xyz\xF0\x80\x80\xAF", 3}, // overlong, four bytes
+      {"xx\xED\xA0\x80", 2},      // UTF-16 surrogate U+D800
+      {"\xF4\x90\x80\x80", 0},    // above U+10FFFF
+      {"ok\x80", 2},              // lone continuation byte
+      {"\xFF", 0},                // never in UTF-8
+  };
+  for (const auto& [text, offset] : cases) {
+    AG_CHECK_THROWS_WITH(Tokenizer::characters(text), std::invalid_argument, "Tokenizer::characters",
+                         "byte offset " + std::to_string(offset) + " ", "byte-level tokenizer");
+  }
+  AG_CHECK_THROWS_WITH(Tokenizer::characters(""), std::invalid_argument, "Tokenizer::characters", "empty");
+  const Tokenizer tok = Tokenizer::characters("abc");
+  AG_CHECK_THROWS_WITH(tok.encode("ab\xC3"), std::invalid_argument, "Tokenizer::encode", "byte offset 2");
+}
+
+BOOST_AUTO_TEST_CASE(unknown_characters_are_named_with_their_offset) {
+  const Tokenizer tok = Tokenizer::characters("abc");
+  AG_CHECK_THROWS_WITH(tok.encode("ab\xC3\xA9"), std::invalid_argument, "Tokenizer::encode", "'\xC3\xA9'", "U+00E9",
+                       "byte offset 2", "training text");
+  AG_CHECK_THROWS_WITH(tok.encode("cab\n"), std::invalid_argument, "'\\n'", "U+000A", "byte offset 3");
+  AG_CHECK_THROWS_WITH(tok.encode("x"), std::invalid_argument, "'x'", "byte offset 0");
+  AG_CHECK_THROWS_WITH(tok.encode(std::string("a\x01", 2)), std::invalid_argument, "U+0001", "byte offset 1");
+  BOOST_TEST(tok.encode("").empty());
+}
+
+BOOST_AUTO_TEST_CASE(decode_refuses_ids_outside_the_vocabulary) {
+  const Tokenizer chars = Tokenizer::characters("abc");
+  AG_CHECK_THROWS_WITH(chars.decode(3), std::invalid_argument, "Tokenizer::decode", "id 3", "[0, 3)");
+  AG_CHECK_THROWS_WITH(chars.decode(-1), std::invalid_argument, "id -1");
+  AG_CHECK_THROWS_WITH(chars.decode(std::vector<int64_t>{0, 7}), std::invalid_argument, "id 7");
+  AG_CHECK_THROWS_WITH(Tokenizer::bytes().decode(256), std::invalid_argument, "id 256", "[0, 256)");
+  AG_CHECK_THROWS_WITH(Tokenizer::bytes().decode(-1), std::invalid_argument, "id -1");
+}
+
+// ---- byte tokenizer -----------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(bytes_round_trip_any_bytes) {
+  const Tokenizer tok = Tokenizer::bytes();
+  BOOST_TEST((tok.kind() == Tokenizer::Kind::bytes));
+  BOOST_TEST(std::string(tok.kind_name()) == "byte");
+  BOOST_TEST(tok.vocab_size() == 256);
+  std::string all;
+  for (int b = 255; b >= 0; --b) all += static_cast<char>(b);
+  all += "\xC3(\xED\xA0\x80";  // not UTF-8, which is why the byte tokenizer exists
+  const std::vector<int64_t> ids = tok.encode(all);
+  BOOST_TEST(ids.size() == all.size());
+  BOOST_TEST(ids[0] == 255);
+  BOOST_TEST(ids[255] == 0);
+  BOOST_TEST(tok.decode(ids) == all);
+}
+
+// ---- JSON description ---------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(json_round_trips_both_kinds) {
+  const std::string text = "h\xC3\xA9llo\n\"\\\t \xE2\x9C\x93" + std::string(1, '\0');
+  const Tokenizer chars = Tokenizer::characters(text);
+  const std::string json = chars.to_json();
+  BOOST_TEST(json.find("\"kind\":\"char\"") != std::string::npos);
+  BOOST_TEST(json.find("\xE2\x9C\x93") != std::string::npos);  // readable: the characters themselves
+  const Tokenizer back = Tokenizer::from_json(json);
+  BOOST_TEST((back.kind() == Tokenizer::Kind::characters));
+  BOOST_TEST(back.vocab_size() == chars.vocab_size());
+  for (int64_t i = 0; i < chars.vocab_size(); ++i) BOOST_TEST(back.decode(i) == chars.decode(i));
+  BOOST_TEST(back.encode(text) == chars.encode(text));
+  BOOST_TEST(back.to_json() == json);
+
+  const Tokenizer bytes = Tokenizer::bytes();
+  BOOST_TEST(bytes.to_json() == "{\"kind\":\"byte\"}");
+  BOOST_TEST((Tokenizer::from_json(bytes.to_json()).kind() == Tokenizer::Kind::bytes));
+  BOOST_TEST(Tokenizer::from_json(bytes.to_json()).vocab_size() == 256);
+}
+
+BOOST_AUTO_TEST_CASE(bad_json_descriptions_say_what_is_wrong) {
+  const std::string op = "Tokenizer::from_json";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json", op},
+      {"[]", "expected an object"},
+      {R"({"symbols":["a"]})", "missing \"kind\""},
+      {R"({"kind":3})", "\"kind\" must be a string"},
+      {R"({"kind":"word"})", "unknown \"kind\" \"word\""},
+      {R"({"kind":"char"})", "needs \"symbols\""},
+      {R"({"kind":"char","symbols":"ab"})", "must be an array"},
+      {R"({"kind":"char","symbols":[]})", "\"symbols\" is empty"},
+      {R"({"kind":"char","symbols":["a",1]})", "symbol 1 must be a string"},
+      {R"({"kind":"char","symbols":["a","bc"]})", "symbol 1 must be exactly one UTF-8 character"},
+      {R"({"kind":"char","symbols":["a",""]})", "symbol 1 must be exactly one UTF-8 character"},
+      {R"({"kind":"char","symbols":["a","b","b"]})", "symbol 2 \"b\" appears twice"},
+      {R"({"kind":"char","symbols":["b","a"]})", "symbol 1 \"a\" is out of order"},
+      {R"({"kind":"char","symbols":["\ud800"]})", op},  // a lone surrogate is no character
+      {R"({"kind":"byte","symbols":["a"]})", "byte tokenizer has no \"symbols\""},
+      {R"({"kind":"char","symbols":["a"],"extra":1})", "unknown field \"extra\""},
+  };
+  for (const auto& [json, part] : cases) {
+    AG_CHECK_THROWS_WITH(Tokenizer::from_json(json), std::invalid_argument, op, part);
+  }
+}
+
+// ---- split and batches --------------------------------------------------------------------
+
+BOOST_AUTO_TEST_CASE(split_cuts_at_the_floor_of_the_fraction) {
+  const std::vector<int64_t> tokens = positions(10);
+  const TextSplit a = split_tokens(tokens, 0.9);
+  BOOST_TEST(a.train == positions(9));
+  BOOST_TEST(a.val == (std::vector<int64_t>{9}));
+  const TextSplit b = split_tokens(tokens, 0.25);  // 2.5 -> 2
+  BOOST_TEST(b.train == (std::vector<int64_t>{0, 1}));
+  BOOST_TEST(b.val.size() == 8u);
+  BOOST_TEST(b.val.front() == 2);
+  for (double bad : {0.0, 1.0, -0.5, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    AG_CHECK_THROWS_WITH(split_tokens(tokens, bad), std::invalid_argument, "split_tokens", "train_fraction");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sample_batch_is_a_pure_function_of_seed_and_step) {
+  const std::vector<int64_t> tokens = positions(1000);
+  const TextBatchOptions o{.batch = 8, .block_size = 16};
+  const TextBatch a = sample_batch(tokens, o, 7, 3);
+  const TextBatch again = sample_batch(tokens, o, 7, 3);
+  check_windows(a, 8, 16, 1000);
+  BOOST_TEST(a.inputs.data == again.inputs.data);
+  BOOST_TEST(a.targets.data == again.targets.data);
+  BOOST_TEST(starts_of(a) != starts_of(sample_batch(tokens, o, 7, 4)));
+  BOOST_TEST(starts_of(a) != starts_of(sample_batch(tokens, o, 8, 3)));
+  // The windows of a batch differ from one another (b is part of the counter).
+  const std::vector<int64_t> s = starts_of(a);
+  BOOST_TEST(std::set<int64_t>(s.begin(), s.end()).size() > 4u);
+  // Window b does not depend on how many windows the batch has.
+  const TextBatch wider = sample_batch(tokens, {.batch = 12, .block_size = 16}, 7, 3);
+  const std::vector<int64_t> w = starts_of(wider);
+  BOOST_TEST(std::vector<int64_t>(w.begin(), w.begin() + 8) == s);
+}
+
+BOOST_AUTO_TEST_CASE(sample_batch_windows_come_from_the_token_stream) {
+  // Tokens that are not their positions: each window must be a run of the stream.
+  std::vector<int64_t> tokens;
+  for (int64_t i = 0; i < 300; ++i) tokens.push_back((i * 37 + 11) % 101);
+  const TextBatch b = sample_batch(tokens, {.batch = 6, .block_size = 20}, 1, 0);
+  for (int64_t r = 0; r < 6; ++r) {
+    const std::vector<int64_t> in = row(b.inputs, r), tg = row(b.targets, r);
+    bool found = false;
+    for (size_t start = 0; start + 21 <= tokens.size() && !found; ++start) {
+      found = std::equal(in.begin(), in.end(), tokens.begin() + static_cast<std::ptrdiff_t>(start)) &&
+              std::equal(tg.begin(), tg.end(), tokens.begin() + static_cast<std::ptrdiff_t>(start) + 1);
+    }
+    BOOST_TEST(found, "window " << r << " is not a run of the tokens");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sample_batch_starts_cover_the_whole_range_evenly) {
+  // n = block_size + 10: ten possible starts, 0 through n - block_size - 1, both ends included.
+  const int64_t block = 5, n = block + 10;
+  const std::vector<int64_t> tokens = positions(n);
+  std::map<int64_t, int> counts;
+  for (int64_t step = 0; step < 1000; ++step) {
+    const TextBatch b = sample_batch(tokens, {.batch = 10, .block_size = block}, 42, step);
+    check_windows(b, 10, block, n);
+    for (int64_t s : starts_of(b)) ++counts[s];
+  }
+  BOOST_TEST(counts.size() == 10u);
+  BOOST_TEST(counts.begin()->first == 0);
+  BOOST_TEST(counts.rbegin()->first == n - block - 1);
+  for (const auto& [start, count] : counts) BOOST_TEST((count > 850 && count < 1150), "start " << start << ": " << count);
+  // The shortest text that holds a window has one start only.
+  const TextBatch one = sample_batch(positions(block + 1), {.batch = 3, .block_size = block}, 0, 0);
+  BOOST_TEST(starts_of(one) == (std::vector<int64_t>{0, 0, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(sample_batch_errors_name_the_numbers) {
+  const std::vector<int64_t> tokens = positions(5);
+  AG_CHECK_THROWS_WITH(sample_batch(tokens, {.batch = 2, .block_size = 5}, 0, 0), std::invalid_argument, "sample_batch",
+                       "5 tokens", "block_size + 1 = 6", "block-size");
+  AG_CHECK_THROWS_WITH(sample_batch(tokens, {.batch = 0, .block_size = 2}, 0, 0), std::invalid_argument, "batch", "got 0");
+  AG_CHECK_THROWS_WITH(sample_batch(tokens, {.batch = 1, .block_size = 0}, 0, 0), std::invalid_argument, "block_size",
+                       "got 0");
+  AG_CHECK_THROWS_WITH(sample_batch(tokens, {.batch = 1, .block_size = 2}, 0, -1), std::invalid_argument, "step", "-1");
+}
+
+BOOST_AUTO_TEST_CASE(eval_batches_are_evenly_spaced_whole_batches) {
+  const int64_t n = 100, block = 10;
+  const std::vector<int64_t> tokens = positions(n);
+  const TextBatchOptions o{.batch = 4, .block_size = block};
+  // 10 windows asked, rounded down to 8 (two whole batches), starts floor(i * 89 / 7).
+  const std::vector<TextBatch> batches = eval_batches(tokens, o, 10);
+  BOOST_REQUIRE(batches.size() == 2u);
+  check_windows(batches[0], 4, block, n);
+  check_windows(batches[1], 4, block, n);
+  BOOST_TEST(starts_of(batches[0]) == (std::vector<int64_t>{0, 12, 25, 38}));
+  BOOST_TEST(starts_of(batches[1]) == (std::vector<int64_t>{50, 63, 76, 89}));
+  const std::vector<TextBatch> again = eval_batches(tokens, o, 10);
+  for (size_t i = 0; i < 2; ++i) {
+    BOOST_TEST(again[i].inputs.data == batches[i].inputs.data);
+    BOOST_TEST(again[i].targets.data == batches[i].targets.data);
+  }
+  // More windows asked than the text holds: every start once.
+  const std::vector<TextBatch> all = eval_batches(positions(block + 8), o, 1000);
+  BOOST_REQUIRE(all.size() == 2u);
+  BOOST_TEST(starts_of(all[0]) == (std::vector<int64_t>{0, 1, 2, 3}));
+  BOOST_TEST(starts_of(all[1]) == (std::vector<int64_t>{4, 5, 6, 7}));
+  // Text for fewer windows than one batch: a single smaller batch.
+  const std::vector<TextBatch> few = eval_batches(positions(block + 2), o, 10);
+  BOOST_REQUIRE(few.size() == 1u);
+  check_windows(few[0], 2, block, block + 2);
+  BOOST_TEST(starts_of(few[0]) == (std::vector<int64_t>{0, 1}));
+  // One window asked: the start of the text.
+  const std::vector<TextBatch> single = eval_batches(tokens, {.batch = 1, .block_size = block}, 1);
+  BOOST_REQUIRE(single.size() == 1u);
+  BOOST_TEST(starts_of(single[0]) == (std::vector<int64_t>{0}));
+}
+
+BOOST_AUTO_TEST_CASE(eval_batches_errors_name_the_numbers) {
+  AG_CHECK_THROWS_WITH(eval_batches(positions(8), {.batch = 2, .block_size = 8}, 4), std::invalid_argument, "eval_batches",
+                       "8 tokens", "block_size + 1 = 9");
+  AG_CHECK_THROWS_WITH(eval_batches(positions(50), {.batch = 2, .block_size = 8}, 0), std::invalid_argument, "max_windows",
+                       "got 0");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace ag::testing

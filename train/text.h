@@ -1,0 +1,104 @@
+// Text for a language model: the corpus, a tokenizer, the train/validation split and random
+// batches of windows.
+//
+//   const std::string text = read_corpus("");                   // Debian's fortunes
+//   const Tokenizer tok = Tokenizer::characters(text);           // or Tokenizer::bytes()
+//   const TextSplit data = split_tokens(tok.encode(text), 0.9);
+//   TextBatch batch = sample_batch(data.train, {.batch = 32, .block_size = 128}, seed, step);
+//   // batch.inputs, batch.targets: Indices (32, 128); targets are the inputs shifted by one
+//
+// The corpus: a file given by the user (any bytes; UTF-8 for character-level text), or, with no
+// path, every fortune file of Debian's `fortunes` package under /usr/share/games/fortunes/ in
+// sorted order (the `.dat` index files and symlinks skipped, each `%` separator line removed),
+// joined by newlines.
+//
+// The tokenizer: character-level means one token per distinct UTF-8 character of the training
+// text (code points, sorted by their byte sequences); byte-level means the 256 byte values.
+// Its description is a JSON string, kept in a checkpoint's metadata, so generation needs no data
+// file. encode() names a character that is not in the vocabulary (and its byte offset) in a
+// std::invalid_argument; decode() of an id outside [0, vocab) throws too.
+//
+// Batches: window b of a batch starts at a position drawn from the counter-based generator
+// (core/rng.h) as a pure function of (seed, step, b), so the batch of a step is the same
+// whether or not the run was stopped and resumed before it. The stream is (seed, step, call 2^62),
+// a call number no model reaches, so the windows do not repeat a dropout mask's bits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "attograd/core/indices.h"
+
+namespace ag {
+
+// The default corpus directory.
+inline constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
+
+// The whole text of `path`, or of the fortunes corpus when `path` is empty. Throws
+// std::invalid_argument naming the file when it is missing, not a regular file, unreadable or
+// empty (for the default corpus: when the directory is missing or holds no fortune file, with
+// the hint `apt-get install fortunes`).
+std::string read_corpus(const std::string& path);
+
+class Tokenizer {
+ public:
+  enum class Kind { characters, bytes };
+
+  // The distinct UTF-8 characters of `text`, sorted. Throws std::invalid_argument for empty
+  // text or text that is not valid UTF-8 (naming the byte offset; use bytes() for such text).
+  static Tokenizer characters(const std::string& text);
+  static Tokenizer bytes();
+  // The description: {"kind":"byte"} or {"kind":"char","symbols":["\n"," ","a",...]}, the
+  // symbols as JSON strings (the UTF-8 characters, id = position). from_json() checks every field
+  // (known kind, symbols non-empty, one valid UTF-8 character each, strictly increasing by bytes,
+  // none for "byte"); std::invalid_argument says what is wrong with the description.
+  static Tokenizer from_json(const std::string& json);
+  std::string to_json() const;
+
+  Kind kind() const { return kind_; }
+  const char* kind_name() const;  // "char" or "byte"
+  int64_t vocab_size() const;
+  std::vector<int64_t> encode(const std::string& text) const;
+  std::string decode(const std::vector<int64_t>& ids) const;
+  std::string decode(int64_t id) const;
+
+ private:
+  Kind kind_ = Kind::bytes;
+  std::vector<std::string> symbols_;  // character-level: the UTF-8 bytes of each id
+};
+
+// Tokens [0, cut) train and [cut, n) validate, cut = floor(n * train_fraction).
+struct TextSplit {
+  std::vector<int64_t> train, val;
+};
+// Throws std::invalid_argument unless 0 < train_fraction < 1.
+TextSplit split_tokens(const std::vector<int64_t>& tokens, double train_fraction);
+
+struct TextBatchOptions {
+  int64_t batch = 0;       // windows per batch, >= 1
+  int64_t block_size = 0;  // tokens per window, >= 1
+};
+
+struct TextBatch {
+  Indices inputs;   // (batch, block_size)
+  Indices targets;  // (batch, block_size): each window's next tokens
+};
+
+// Random windows of block_size + 1 tokens from `tokens`, drawn as described at the top: starts
+// are uniform in [0, n - block_size - 1]. Throws std::invalid_argument naming both numbers when
+// tokens.size() < block_size + 1 (the text is too short for the context: lower --block-size or
+// give more text), and for batch < 1, block_size < 1 or step < 0.
+TextBatch sample_batch(const std::vector<int64_t>& tokens, const TextBatchOptions& options, uint64_t seed,
+                       int64_t step);
+
+// The validation loss's batches: windows at fixed, evenly spaced starts covering `tokens` (at most
+// `max_windows` of them, max_windows >= 1; the first starts at 0, the last at the end of the text),
+// so every evaluation sees the same text. Every batch has options.batch rows (the window count is
+// rounded down to a multiple of it, so the mean of batch losses is the mean over windows), except
+// when the text holds fewer windows than one batch: then a single batch of all of them. Same
+// errors as sample_batch.
+std::vector<TextBatch> eval_batches(const std::vector<int64_t>& tokens, const TextBatchOptions& options,
+                                    int64_t max_windows);
+
+}  // namespace ag
