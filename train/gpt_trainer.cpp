@@ -1,0 +1,303 @@
+#include "attograd/train/gpt_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+
+#include "attograd/autograd/grad_mode.h"
+#include "attograd/core/format.h"
+#include "attograd/core/rng.h"
+#include "attograd/core/threads.h"
+#include "attograd/models/generate.h"
+#include "attograd/train/clip.h"
+#include "attograd/train/crc32c.h"
+#include "attograd/train/json_text.h"
+#include "attograd/train/losses.h"
+#include "attograd/train/metrics_log.h"
+#include "attograd/train/plot.h"
+#include "attograd/train/progress.h"
+
+namespace ag {
+
+// request_stop() runs in signal handlers, where only lock-free atomics are safe.
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Validates every option first, so that a bad one is reported by its own name.
+LrScheduleOptions checked_schedule(const GPTTrainerOptions& o) {
+  validate(o);
+  return {.lr = o.lr, .min_lr = o.min_lr, .warmup_steps = o.warmup_steps, .total_steps = o.steps,
+          .decay = LrDecay::cosine};
+}
+
+// A fingerprint of the token stream: resuming on another text (or another tokenisation of it)
+// would silently train a different run.
+std::string data_fingerprint(const std::vector<int64_t>& tokens) {
+  const uint32_t crc = crc32c(tokens.data(), tokens.size() * sizeof(int64_t));
+  return OrderedJson({{"tokens", tokens.size()}, {"crc32c", crc}}).dump();
+}
+
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(Module& m) : module_(m), was_training_(m.is_training()) { m.eval(); }
+  ~EvalModeGuard() { module_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  Module& module_;
+  bool was_training_;
+};
+
+void check_long_enough(const char* part, size_t tokens, int64_t block_size) {
+  if (static_cast<int64_t>(tokens) < block_size + 1) {
+    throw std::invalid_argument(std::string("GPTTrainer: the ") + part + " text has " + std::to_string(tokens) +
+                                " tokens, fewer than block_size + 1 = " + std::to_string(block_size + 1) +
+                                " (lower the block size or give more text)");
+  }
+}
+
+}  // namespace
+
+GPTTrainer::GPTTrainer(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens,
+                       const GPTTrainerOptions& options, GPTTrainerOutputs outputs)
+    : model_(model),
+      tokenizer_(std::move(tokenizer)),
+      options_(options),
+      outputs_(std::move(outputs)),
+      params_(model.named_parameters()),
+      schedule_(checked_schedule(options)) {
+  const GPTOptions& m = model.options();
+  if (m.vocab != tokenizer_.vocab_size()) {
+    throw std::invalid_argument("GPTTrainer: the model's vocab " + std::to_string(m.vocab) + " differs from the " +
+                                tokenizer_.kind_name() + " tokenizer's " + std::to_string(tokenizer_.vocab_size()));
+  }
+  if (!outputs_.plot_path.empty() && outputs_.log_path.empty()) {
+    throw std::logic_error("GPTTrainer: plot_path '" + outputs_.plot_path + "' needs a log_path");
+  }
+  check_long_enough("whole", tokens.size(), m.block_size);
+  data_ = split_tokens(tokens, options_.train_fraction);
+  check_long_enough("training part of the", data_.train.size(), m.block_size);
+  check_long_enough("validation part of the", data_.val.size(), m.block_size);
+  data_json_ = data_fingerprint(tokens);
+  eval_ = eval_batches(data_.val, {.batch = options_.batch, .block_size = m.block_size}, options_.eval_windows);
+  try {
+    prompt_ = tokenizer_.encode(options_.sample_prompt);
+  } catch (const std::invalid_argument&) {
+    prompt_.clear();
+  }
+  if (prompt_.empty() || static_cast<int64_t>(prompt_.size()) > m.block_size) prompt_ = {data_.train.front()};
+  optimizer_ = std::make_unique<AdamW>(params_, AdamWOptions{.lr = options_.lr, .weight_decay = options_.weight_decay});
+  set_num_threads(options_.threads);
+}
+
+GPTTrainer::~GPTTrainer() = default;
+
+double GPTTrainer::divergence_limit() const {
+  const double uniform = std::log(static_cast<double>(model_.options().vocab));
+  return kDivergenceFactor * std::max(first_loss_, uniform);
+}
+
+void GPTTrainer::diverged(int64_t update, const std::string& what, double grad_norm, double lr) const {
+  std::ostringstream os;
+  os << "GPTTrainer: training diverged at update " << update << ": " << what << ", gradient norm " << grad_norm
+     << ", learning rate " << lr << ". Likely causes: a learning rate too high for this model (lr " << options_.lr
+     << "), too short a warm-up (warmup_steps " << options_.warmup_steps << "), "
+     << (options_.clip_norm > 0 ? "a clipping norm too large (clip_norm " + format_number(options_.clip_norm) + ")"
+                                : std::string("no gradient clipping (clip_norm 0)"))
+     << ". This update was not applied and nothing was saved after it; ";
+  if (outputs_.checkpoint_path.empty()) {
+    os << "this run writes no checkpoint";
+  } else if (last_saved_step_ >= 0) {
+    os << "the checkpoint '" << outputs_.checkpoint_path << "' keeps step " << last_saved_step_ << ", the last good state";
+  } else {
+    os << "no checkpoint was saved before it";
+  }
+  throw TrainingDiverged(os.str());
+}
+
+StepResult GPTTrainer::train_step() {
+  const int64_t update = step_ + 1;
+  default_generator().set_step(static_cast<uint64_t>(update));
+  const TextBatch batch =
+      sample_batch(data_.train, {.batch = options_.batch, .block_size = model_.options().block_size}, options_.seed,
+                   step_);
+  model_.train();
+  optimizer_->zero_grad();
+  // logits (B, T, V) against targets (B, T): the mean over B*T next-token predictions.
+  const Variable loss = cross_entropy(model_(batch.inputs), batch.targets);
+  StepResult r;
+  r.loss = loss.item();
+  r.lr = schedule_.at(step_);
+  // Backward first so that a diverged step's message has its gradient norm; nothing is applied
+  // before every check has passed.
+  loss.backward();
+  r.grad_norm = options_.clip_norm > 0 ? clip_grad_norm(params_, options_.clip_norm) : grad_norm(params_);
+  if (!std::isfinite(r.loss)) diverged(update, "the loss is " + format_number(r.loss), r.grad_norm, r.lr);
+  if (first_loss_ == 0) first_loss_ = r.loss;
+  if (r.loss > divergence_limit()) {
+    diverged(update, "the loss " + format_number(r.loss) + " is above " + format_number(divergence_limit()) + " (" +
+                         format_number(kDivergenceFactor) + " times the starting loss)",
+             r.grad_norm, r.lr);
+  }
+  if (!std::isfinite(r.grad_norm)) diverged(update, "the gradient norm is " + format_number(r.grad_norm), r.grad_norm, r.lr);
+  optimizer_->set_lr(r.lr);
+  optimizer_->step();
+  step_ = update;
+  return r;
+}
+
+double GPTTrainer::evaluate() {
+  NoGradGuard no_grad;
+  EvalModeGuard eval_mode(model_);
+  double sum = 0;
+  int64_t rows = 0;
+  for (const TextBatch& b : eval_) {
+    // Each batch's loss is a mean over its rows; weighting by rows makes the result the mean
+    // over every validation token even when the last batch is short.
+    const int64_t n = b.inputs.shape[0];
+    sum += cross_entropy(model_(b.inputs), b.targets).item() * static_cast<double>(n);
+    rows += n;
+  }
+  return sum / static_cast<double>(rows);
+}
+
+std::string GPTTrainer::sample() {
+  if (options_.sample_tokens == 0) return {};
+  // generate() switches to eval mode (no dropout, so no draws from the default generator) and
+  // samples from its own counter-based stream; the guard keeps even that assumption out of the
+  // trajectory.
+  GeneratorStateGuard keep_generator;
+  GenerateOptions g;
+  g.max_new_tokens = options_.sample_tokens;
+  g.sampling = {.temperature = 0.8, .top_k = 40, .top_p = 1.0, .seed = options_.seed};
+  return tokenizer_.decode(prompt_) + tokenizer_.decode(generate(model_, prompt_, g));
+}
+
+double GPTTrainer::elapsed_s() const { return elapsed_before_s_ + (running_ ? seconds_since(run_start_) : 0.0); }
+
+GPTTrainSummary GPTTrainer::run() {
+  GPTTrainSummary summary;
+  stop_requested_.store(false);
+  run_start_ = Clock::now();
+  running_ = true;
+  struct RunningFlag {
+    GPTTrainer& t;
+    ~RunningFlag() {
+      t.elapsed_before_s_ = t.elapsed_s();
+      t.running_ = false;
+    }
+  } running_flag{*this};
+
+  std::optional<MetricsLog> log;
+  if (!outputs_.log_path.empty()) {
+    if (resumed_) {
+      log.emplace(MetricsLog::resume(outputs_.log_path, step_));
+    } else {
+      log.emplace(outputs_.log_path);
+    }
+  }
+  std::optional<ProgressDisplay> display;
+  if (outputs_.progress != nullptr) display.emplace(*outputs_.progress, outputs_.interactive, options_.eval_every);
+  ProgressInfo info;
+  info.total_steps = options_.steps;
+
+  // Evaluates, closes the metrics window into a row, writes log, plot, checkpoint, and shows
+  // the validation loss and a sample. `last` is the update just made, null before the first.
+  const auto record = [&](const StepResult* last, double tokens_per_s) {
+    summary.val_loss = evaluate();
+    // Parameters that make the validation loss explode are not saved over the last good ones.
+    if (last != nullptr && !(summary.val_loss <= divergence_limit())) {
+      diverged(step_, "the validation loss after it is " + format_number(summary.val_loss), last->grad_norm, last->lr);
+    }
+    MetricsRow row;
+    row.step = step_;
+    if (window_steps_ > 0) row.train_loss = window_loss_sum_ / static_cast<double>(window_steps_);
+    row.eval_loss = summary.val_loss;
+    if (last != nullptr) {
+      row.lr = last->lr;
+      row.grad_norm = last->grad_norm;
+      row.tokens_per_s = tokens_per_s;
+    }
+    row.elapsed_s = elapsed_s();
+    summary.train_loss = row.train_loss;
+    window_loss_sum_ = 0;
+    window_steps_ = 0;
+    if (log) {
+      log->append(row);
+      if (!outputs_.plot_path.empty()) write_metrics_plot(outputs_.plot_path, log->rows(), {.title = outputs_.plot_title});
+    }
+    if (last != nullptr && !outputs_.checkpoint_path.empty()) {
+      save_checkpoint(outputs_.checkpoint_path);
+      last_saved_step_ = step_;
+    }
+    summary.sample = sample();
+    if (display) {
+      std::ostringstream line;
+      line.setf(std::ios::fixed);
+      line.precision(4);
+      line << "step " << step_ << ": validation loss " << row.eval_loss;
+      if (!std::isnan(row.train_loss)) line << ", train loss " << row.train_loss;
+      display->message(line.str());
+      if (!summary.sample.empty()) {
+        // Indented line by line, so the sample stands apart from the progress lines.
+        // (A prompt of "\n" would open with an empty line: skipped.)
+        std::istringstream text(summary.sample.substr(summary.sample.find_first_not_of('\n') == std::string::npos
+                                                          ? summary.sample.size()
+                                                          : summary.sample.find_first_not_of('\n')));
+        for (std::string l; std::getline(text, l);) display->message("    | " + l);
+      }
+    }
+  };
+
+  // A fresh run starts its log with the untrained model: the baseline every curve starts from.
+  if (step_ == 0 && !resumed_ && step_ < options_.steps) record(nullptr, 0.0);
+
+  const int64_t tokens_per_step = options_.batch * model_.options().block_size;
+  double train_s = 0;
+  while (step_ < options_.steps) {
+    const Clock::time_point t0 = Clock::now();
+    const StepResult r = train_step();
+    train_s += seconds_since(t0);
+    ++summary.steps_this_run;
+    window_loss_sum_ += r.loss;
+    ++window_steps_;
+    if (outputs_.on_step) outputs_.on_step(step_, r.loss);
+
+    const bool stop = stop_requested_.load();
+    const double tokens_per_s =
+        train_s > 0 ? static_cast<double>(summary.steps_this_run * tokens_per_step) / train_s : 0;
+    summary.tokens_per_s = tokens_per_s;
+    info.loss = window_loss_sum_ / static_cast<double>(window_steps_);
+    if (display) {
+      info.step = step_;
+      info.tokens_per_s = tokens_per_s;
+      info.elapsed_s = elapsed_s();
+      display->update(info);
+    }
+    if (step_ % options_.eval_every == 0 || step_ == options_.steps) {
+      record(&r, tokens_per_s);
+    } else if (stop && !outputs_.checkpoint_path.empty()) {
+      save_checkpoint(outputs_.checkpoint_path);
+      last_saved_step_ = step_;
+    }
+    if (stop) {
+      summary.interrupted = step_ < options_.steps;  // a stop at the very last update changes nothing
+      break;
+    }
+  }
+  if (display) display->finish();
+  summary.steps = step_;
+  summary.run_s = seconds_since(run_start_);
+  summary.elapsed_s = elapsed_s();
+  return summary;
+}
+
+}  // namespace ag
