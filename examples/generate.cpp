@@ -1,0 +1,160 @@
+// generate: continues a prompt with a GPT trained by train_gpt, streaming each token to stdout as
+// soon as it is drawn. The tokenizer comes from the checkpoint, so no data file is needed.
+//
+//   build/examples/generate --checkpoint runs/gpt/ckpt.safetensors --prompt "The " --tokens 400
+//       --temperature 0.8 --top-k 40 --seed 1         (one command line)
+//
+// Temperature 0 is greedy. The same checkpoint, prompt, options and seed print the same text,
+// with or without the KV cache (--no-cache recomputes the whole window for every token: slower,
+// the same tokens). The prompt must fit the model's context (block_size tokens); once the text
+// grows past it, the window slides and the model sees the last block_size tokens.
+// Exit codes: 0 done, 1 error (the checkpoint), 2 bad command line or prompt.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "attograd/core/format.h"
+#include "attograd/core/threads.h"
+#include "attograd/models/generate.h"
+#include "attograd/train/gpt_trainer.h"
+#include "attograd/train/text.h"
+
+#ifndef ATTOGRAD_VERSION
+#define ATTOGRAD_VERSION "unknown"
+#endif
+
+namespace {
+
+using namespace ag;
+
+struct Args {
+  std::string checkpoint;
+  std::string prompt;
+  int64_t tokens = 200;
+  SamplingOptions sampling{.temperature = 0.8, .top_k = 0, .top_p = 1.0, .seed = 0};
+  bool no_cache = false;
+  int threads = 1;
+};
+
+class Usage : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// The characters of `prompt` the tokenizer does not know, each once, in order of appearance.
+std::vector<std::string> unknown_characters(const Tokenizer& tok, const std::string& prompt) {
+  std::vector<std::string> unknown;
+  for (size_t i = 0; i < prompt.size();) {
+    // One UTF-8 character (a byte tokenizer knows every byte, so this only matters for char).
+    const unsigned char lead = static_cast<unsigned char>(prompt[i]);
+    const size_t len = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 1;
+    const std::string ch = prompt.substr(i, len);
+    i += len;
+    try {
+      tok.encode(ch);
+    } catch (const std::invalid_argument&) {
+      if (std::find(unknown.begin(), unknown.end(), ch) == unknown.end()) unknown.push_back(ch);
+    }
+  }
+  return unknown;
+}
+
+std::string quoted_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string shown = items[i] == "\n" ? "\\n" : items[i] == "\t" ? "\\t" : items[i];
+    out += (i ? ", '" : "'") + shown + "'";
+  }
+  return out;
+}
+
+int run(const Args& args) {
+  set_num_threads(args.threads);
+  LoadedGPT loaded = load_gpt_checkpoint(args.checkpoint);  // refuses other kinds of checkpoint by name
+  GPT& model = *loaded.model;
+  const Tokenizer& tok = loaded.tokenizer;
+
+  const std::vector<std::string> unknown = unknown_characters(tok, args.prompt);
+  if (!unknown.empty()) {
+    throw Usage("--prompt: " + quoted_list(unknown) + (unknown.size() == 1 ? " is" : " are") +
+                " not in the vocabulary of '" + args.checkpoint + "' (its " + tok.kind_name() + " tokenizer knows " +
+                std::to_string(tok.vocab_size()) + " symbols from the training text)");
+  }
+  const std::vector<int64_t> prompt = tok.encode(args.prompt);
+  const int64_t context = model.options().block_size;
+  if (static_cast<int64_t>(prompt.size()) > context) {
+    throw Usage("--prompt: is " + std::to_string(prompt.size()) + " tokens long, longer than the context of '" +
+                args.checkpoint + "', " + std::to_string(context) + " tokens (shorten the prompt)");
+  }
+
+  GenerateOptions g;
+  g.max_new_tokens = args.tokens;
+  g.sampling = args.sampling;
+  g.use_cache = !args.no_cache;
+  g.crop_prompt = false;
+  g.on_token = [&](int64_t token) {
+    std::cout << tok.decode(token) << std::flush;  // as it is drawn, not at the end
+    return true;
+  };
+  std::cout << args.prompt << std::flush;
+  generate(model, prompt, g);
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string program = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "generate";
+  Args args;
+  CLI::App app{"Continues a prompt with a GPT checkpoint written by train_gpt, printing tokens as they come.", program};
+  app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION);
+  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")->required();
+  app.add_option("--prompt", args.prompt, "the text to continue (at least one character)")->required();
+  app.add_option("--tokens", args.tokens, "new tokens to generate")->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--temperature", args.sampling.temperature, "0 is greedy; below 1 more likely tokens, above 1 more random")
+      ->capture_default_str();
+  app.add_option("--top-k", args.sampling.top_k, "keep the K most likely tokens, 0 keeps all")->capture_default_str();
+  app.add_option("--top-p", args.sampling.top_p, "keep the fewest most likely tokens reaching probability P, in (0, 1]")
+      ->capture_default_str();
+  app.add_option("--seed", args.sampling.seed, "the sampling stream")->capture_default_str();
+  app.add_flag("--no-cache", args.no_cache, "recompute the whole window for every token (same tokens, slower)");
+  app.add_option("--threads", args.threads, "threads for matrix products")->check(CLI::Range(1, 256))->capture_default_str();
+  const auto usage = [&](const std::string& what) {
+    std::cerr << program << ": " << what << "\n(" << program << " --help lists the flags)\n";
+    return 2;
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return usage(e.what());
+  }
+  // NaN fails every comparison, so each check is written to let only good values through.
+  if (!(args.sampling.temperature >= 0 && args.sampling.temperature <= 1e6)) {
+    return usage("--temperature: must lie in [0, 1e6] (0 is greedy), got " + format_number(args.sampling.temperature));
+  }
+  if (!(args.sampling.top_p > 0 && args.sampling.top_p <= 1)) {
+    return usage("--top-p: must lie in (0, 1], got " + format_number(args.sampling.top_p));
+  }
+  if (args.sampling.top_k < 0) return usage("--top-k: must be >= 0 (0 keeps every token), got " + std::to_string(args.sampling.top_k));
+  if (args.prompt.empty()) {
+    return usage("--prompt: is empty; the model needs at least one character to continue (try --prompt \"\\n\")");
+  }
+  try {
+    return run(args);
+  } catch (const Usage& e) {
+    return usage(e.what());
+  } catch (const std::exception& e) {
+    std::cerr << program << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
