@@ -1,0 +1,110 @@
+// The command line of examples/train_gpt (CLI11): the defaults are the README's baby run, every
+// flag reaches its option, bad values and contradictions are refused naming the flag and the
+// value, --resume refuses the flags the checkpoint decides, and a TOML config file is read with
+// the command line winning.
+#include <fstream>
+
+#include "examples/train_gpt_cli.h"
+#include "support.h"
+#include "train_support.h"
+
+namespace ag::testing {
+namespace {
+
+TrainGPTArgs parse(std::initializer_list<const char*> args) {
+  return parse_train_gpt_args(std::vector<std::string>(args.begin(), args.end()));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(train_gpt_args)
+
+BOOST_AUTO_TEST_CASE(the_defaults_are_the_baby_model_on_fortunes) {
+  const TrainGPTArgs a = parse({});
+  BOOST_TEST(a.data_path.empty());  // the fortunes corpus
+  BOOST_TEST(a.tokenizer == "char");
+  BOOST_TEST(a.model.n_layers == 4);
+  BOOST_TEST(a.model.n_head == 4);
+  BOOST_TEST(a.model.d_model == 128);
+  BOOST_TEST(a.model.block_size == 128);
+  BOOST_TEST(a.trainer.batch == 32);
+  BOOST_TEST(a.save_path == "runs/gpt/ckpt.safetensors");
+  BOOST_TEST(a.log_path == "runs/gpt/metrics.jsonl");
+  BOOST_TEST(a.plot_path == "runs/gpt/plot.svg");
+}
+
+BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
+  const TrainGPTArgs a = parse({"--data", "my.txt", "--tokenizer", "byte", "--layers", "2", "--heads", "3",
+                                "--d-model", "48", "--block-size", "64", "--dropout", "0.1", "--batch", "8",
+                                "--steps", "500", "--lr", "1e-3", "--min-lr", "1e-4", "--warmup", "20",
+                                "--weight-decay", "0.05", "--clip", "0.5", "--seed", "7", "--eval-every", "25",
+                                "--threads", "1", "--save", "a.st", "--log", "a.jsonl", "--plot", "a.svg",
+                                "--overwrite", "--quiet"});
+  BOOST_TEST(a.data_path == "my.txt");
+  BOOST_TEST(a.tokenizer == "byte");
+  BOOST_TEST(a.model.n_layers == 2);
+  BOOST_TEST(a.model.n_head == 3);
+  BOOST_TEST(a.model.d_model == 48);
+  BOOST_TEST(a.model.block_size == 64);
+  BOOST_TEST(a.model.dropout == 0.1);
+  BOOST_TEST(a.trainer.batch == 8);
+  BOOST_TEST(a.trainer.steps == 500);
+  BOOST_TEST(a.trainer.lr == 1e-3);
+  BOOST_TEST(a.trainer.min_lr == 1e-4);
+  BOOST_TEST(a.trainer.warmup_steps == 20);
+  BOOST_TEST(a.trainer.weight_decay == 0.05);
+  BOOST_TEST(a.trainer.clip_norm == 0.5);
+  BOOST_TEST(a.trainer.seed == 7u);
+  BOOST_TEST(a.trainer.eval_every == 25);
+  BOOST_TEST(a.trainer.threads == 1);
+  BOOST_TEST(a.save_path == "a.st");
+  BOOST_TEST(a.log_path == "a.jsonl");
+  BOOST_TEST(a.plot_path == "a.svg");
+  BOOST_TEST(a.overwrite);
+  BOOST_TEST(a.quiet);
+}
+
+BOOST_AUTO_TEST_CASE(bad_values_name_the_flag_and_the_value) {
+  AG_CHECK_THROWS_WITH(parse({"--tokenizer", "word"}), UsageError, "--tokenizer", "word");
+  AG_CHECK_THROWS_WITH(parse({"--layers", "0"}), UsageError, "--layers", "0");
+  AG_CHECK_THROWS_WITH(parse({"--steps", "ten"}), UsageError, "--steps", "ten");
+  AG_CHECK_THROWS_WITH(parse({"--dropout", "1"}), UsageError, "--dropout", "1");
+  AG_CHECK_THROWS_WITH(parse({"--lr", "nan"}), UsageError, "--lr", "nan");
+  AG_CHECK_THROWS_WITH(parse({"--heads", "3"}), UsageError, "--heads", "3", "--d-model 128");
+  AG_CHECK_THROWS_WITH(parse({"--lr", "1e-3", "--min-lr", "1e-2"}), UsageError, "--min-lr", "--lr");
+  AG_CHECK_THROWS_WITH(parse({"--warmup", "300"}), UsageError, "--warmup", "300", "--steps 300");
+  AG_CHECK_THROWS_WITH(parse({"--data", ""}), UsageError, "--data");
+  AG_CHECK_THROWS_WITH(parse({"--colour", "red"}), UsageError, "unknown flag", "--colour");
+}
+
+BOOST_AUTO_TEST_CASE(resume_keeps_the_runs_settings_and_saves_over_its_file) {
+  const TrainGPTArgs a = parse({"--resume", "runs/gpt/ckpt.safetensors", "--eval-every", "10"});
+  BOOST_TEST(a.resume_path == "runs/gpt/ckpt.safetensors");
+  BOOST_TEST(a.save_path == "runs/gpt/ckpt.safetensors");
+  BOOST_TEST(a.trainer.eval_every == 10);
+  for (const char* flag : {"--layers", "--lr", "--seed", "--tokenizer", "--block-size"}) {
+    const std::vector<std::string> args = {"--resume", "c.st", flag, flag == std::string("--tokenizer") ? "byte" : "2"};
+    AG_CHECK_THROWS_WITH(parse_train_gpt_args(args), UsageError, flag, "--resume");
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_config_file_is_read_and_the_command_line_wins) {
+  TempDir dir;
+  const std::string path = dir.file("gpt.toml");
+  std::ofstream(path) << "# a small run\nlayers = 2\nd-model = 64\nsteps = 120\n";
+  const TrainGPTArgs a = parse_train_gpt_args({"--config", path});
+  BOOST_TEST(a.model.n_layers == 2);
+  BOOST_TEST(a.model.d_model == 64);
+  BOOST_TEST(a.trainer.steps == 120);
+  const TrainGPTArgs b = parse_train_gpt_args({"--config", path, "--steps", "80"});
+  BOOST_TEST(b.trainer.steps == 80);
+  std::ofstream(path) << "layers = 2\ncolour = 3\n";
+  AG_CHECK_THROWS_WITH(parse_train_gpt_args({"--config", path}), UsageError, "colour");
+  AG_CHECK_THROWS_WITH(parse_train_gpt_args({"--config", dir.file("missing.toml")}), UsageError, "--config",
+                       "missing.toml", "does not exist");
+  AG_CHECK_THROWS_WITH(parse_train_gpt_args({"--config", dir.path()}), UsageError, "--config", "not a regular file");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace ag::testing
