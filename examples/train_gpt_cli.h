@@ -154,35 +154,10 @@ inline TrainGPTArgs parse_train_gpt_args(const std::vector<std::string>& argv) {
       return a;
     }
   }
-  // The config file is looked at before CLI11 opens it (a FIFO would block, /dev/zero never ends).
-  for (size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == "--config" && i + 1 < argv.size()) a.config_path = argv[i + 1];
-    if (argv[i].rfind("--config=", 0) == 0) a.config_path = argv[i].substr(9);
-  }
-  if (!a.config_path.empty()) {
-    std::error_code ec;
-    const auto status = std::filesystem::status(a.config_path, ec);
-    if (ec || !std::filesystem::exists(status)) throw UsageError("--config: '" + a.config_path + "' does not exist");
-    if (!std::filesystem::is_regular_file(status)) throw UsageError("--config: '" + a.config_path + "' is not a regular file");
-    if (std::filesystem::file_size(a.config_path, ec) > (1u << 20)) {
-      throw UsageError("--config: '" + a.config_path + "' is larger than 1 MiB, too large for a configuration");
-    }
-  }
-  try {
-    std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11 takes them last first
-    app.parse(reversed);
-  } catch (const CLI::CallForVersion&) {
+  a.config_path = detail::checked_config_path(argv);
+  if (!detail::parse_command_line(app, argv, a.config_path)) {
     a.version = true;
     return a;
-  } catch (const CLI::ExtrasError&) {
-    const std::vector<std::string> rest = app.remaining();
-    const std::string first = rest.empty() ? "?" : rest.front();
-    throw UsageError(first.rfind('-', 0) == 0 ? "unknown flag " + first + " (see --help)"
-                                              : "unexpected argument '" + first + "' (flags start with --; see --help)");
-  } catch (const CLI::ParseError& e) {
-    TrainSequenceArgs where;  // explain() only reads the config file's name
-    where.config_path = a.config_path;
-    throw UsageError(detail::explain(e.what(), where, argv));
   }
   const auto given = [&](const char* flag) { return app.count(flag) > 0; };
 

@@ -143,10 +143,10 @@ inline std::vector<std::pair<std::string, int>> config_keys(const std::string& p
 }
 
 // CLI11's message, plus the config file's key and line when the value came from there.
-inline std::string explain(const std::string& message, const TrainSequenceArgs& a,
+inline std::string explain(const std::string& message, const std::string& config_path,
                            const std::vector<std::string>& argv) {
-  if (a.config_path.empty()) return message;
-  for (const auto& [key, line] : config_keys(a.config_path)) {
+  if (config_path.empty()) return message;
+  for (const auto& [key, line] : config_keys(config_path)) {
     const std::string flag = "--" + key;
     const bool named = message.find(flag + ":") != std::string::npos || message.find(flag + " ") != std::string::npos ||
                        message.find(flag + "=") != std::string::npos || message.find("parse " + key) != std::string::npos ||
@@ -155,10 +155,50 @@ inline std::string explain(const std::string& message, const TrainSequenceArgs& 
       return arg == flag || arg.rfind(flag + "=", 0) == 0;
     });
     if (named && !on_command_line) {
-      return "config file '" + a.config_path + "', line " + std::to_string(line) + ", key '" + key + "': " + message;
+      return "config file '" + config_path + "', line " + std::to_string(line) + ", key '" + key + "': " + message;
     }
   }
-  return "config file '" + a.config_path + "': " + message;
+  return "config file '" + config_path + "': " + message;
+}
+
+// The --config file named in argv ("" for none), looked at before CLI11 opens it: CLI11 would
+// read anything, and a FIFO blocks while /dev/zero never ends. UsageError unless it is a
+// regular file of at most 1 MiB.
+inline std::string checked_config_path(const std::vector<std::string>& argv) {
+  std::string path;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--config" && i + 1 < argv.size()) path = argv[i + 1];
+    if (argv[i].rfind("--config=", 0) == 0) path = argv[i].substr(9);
+  }
+  if (path.empty()) return path;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw UsageError("--config: '" + path + "' does not exist");
+  if (!std::filesystem::is_regular_file(status)) throw UsageError("--config: '" + path + "' is not a regular file");
+  if (std::filesystem::file_size(path, ec) > (1u << 20)) {
+    throw UsageError("--config: '" + path + "' is larger than 1 MiB, too large for a configuration");
+  }
+  return path;
+}
+
+// Runs CLI11 over argv, every failure a UsageError that names the flag (and the config file's
+// key and line). False when --version was asked for.
+inline bool parse_command_line(CLI::App& app, const std::vector<std::string>& argv, const std::string& config_path) {
+  try {
+    std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11 takes them last first
+    app.parse(reversed);
+  } catch (const CLI::CallForVersion&) {
+    return false;
+  } catch (const CLI::ExtrasError&) {
+    // CLI11 lists the leftovers; name the first one the way a user would look for it.
+    const std::vector<std::string> rest = app.remaining();
+    const std::string first = rest.empty() ? "?" : rest.front();
+    throw UsageError(first.rfind('-', 0) == 0 ? "unknown flag " + first + " (see --help)"
+                                              : "unexpected argument '" + first + "' (flags start with --; see --help)");
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(explain(e.what(), config_path, argv));
+  }
+  return true;
 }
 
 // CLI11's TOML with our first line, and without the paths left empty (an empty path is
@@ -293,37 +333,10 @@ inline TrainSequenceArgs parse_train_sequence_args(const std::vector<std::string
       return a;
     }
   }
-  // The config file's name, for messages that point into it, and a look at it before CLI11
-  // opens it: CLI11 would read anything, and a FIFO blocks while /dev/zero never ends.
-  for (size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == "--config" && i + 1 < argv.size()) a.config_path = argv[i + 1];
-    if (argv[i].rfind("--config=", 0) == 0) a.config_path = argv[i].substr(9);
-  }
-  if (!a.config_path.empty()) {
-    std::error_code ec;
-    const auto status = std::filesystem::status(a.config_path, ec);
-    if (ec || !std::filesystem::exists(status)) throw UsageError("--config: '" + a.config_path + "' does not exist");
-    if (!std::filesystem::is_regular_file(status)) {
-      throw UsageError("--config: '" + a.config_path + "' is not a regular file");
-    }
-    if (std::filesystem::file_size(a.config_path, ec) > (1u << 20)) {
-      throw UsageError("--config: '" + a.config_path + "' is larger than 1 MiB, too large for a configuration");
-    }
-  }
-  try {
-    std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11 takes them last first
-    app.parse(reversed);
-  } catch (const CLI::CallForVersion&) {
+  a.config_path = detail::checked_config_path(argv);
+  if (!detail::parse_command_line(app, argv, a.config_path)) {
     a.version = true;
     return a;
-  } catch (const CLI::ExtrasError&) {
-    // CLI11 lists the leftovers; name the first one the way a user would look for it.
-    const std::vector<std::string> rest = app.remaining();
-    const std::string first = rest.empty() ? "?" : rest.front();
-    throw UsageError(first.rfind('-', 0) == 0 ? "unknown flag " + first + " (see --help)"
-                                              : "unexpected argument '" + first + "' (flags start with --; see --help)");
-  } catch (const CLI::ParseError& e) {
-    throw UsageError(detail::explain(e.what(), a, argv));
   }
   // Given at all (command line or config file), or on the command line itself: a written
   // configuration lists every flag, so "the user asked for --shift-k" means the command line.
