@@ -276,6 +276,7 @@ GPTTrainSummary GPTTrainer::run() {
         train_s > 0 ? static_cast<double>(summary.steps_this_run * tokens_per_step) / train_s : 0;
     summary.tokens_per_s = tokens_per_s;
     info.loss = window_loss_sum_ / static_cast<double>(window_steps_);
+    info.val_loss = summary.val_loss;  // the evaluation before this step (NaN before the first)
     if (display) {
       info.step = step_;
       info.tokens_per_s = tokens_per_s;

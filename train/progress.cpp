@@ -47,6 +47,7 @@ std::string format_progress_line(const ProgressInfo& info) {
     line += fmt(" %3.0f%%", 100.0 * static_cast<double>(info.step) / static_cast<double>(info.total_steps));
   }
   if (!std::isnan(info.loss)) line += " | loss " + fmt("%.4f", info.loss);
+  if (!std::isnan(info.val_loss)) line += " | val " + fmt("%.4f", info.val_loss);
   const bool tok = !std::isnan(info.token_acc), seq = !std::isnan(info.seq_acc);
   if (tok || seq) {
     line += " | acc";

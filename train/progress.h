@@ -20,6 +20,7 @@ struct ProgressInfo {
   int64_t step = 0;         // updates done
   int64_t total_steps = 0;  // the step budget
   double loss = kMissing;   // recent training loss
+  double val_loss = kMissing;  // the latest validation loss (language models)
   double token_acc = kMissing;  // latest held-out accuracies, in [0, 1]
   double seq_acc = kMissing;
   double tokens_per_s = kMissing;

@@ -41,6 +41,18 @@ BOOST_AUTO_TEST_CASE(line_shows_step_loss_accuracy_speed_and_eta) {
   BOOST_TEST(format_progress_line(bare) == "step  1/10  10% | acc seq 50.0% | 2.0s | ETA 18.0s");
 }
 
+// A language model's line: the training loss and the latest validation loss side by side.
+BOOST_AUTO_TEST_CASE(line_shows_the_validation_loss_when_there_is_one) {
+  ProgressInfo lm;
+  lm.step = 100;
+  lm.total_steps = 300;
+  lm.loss = 2.67871;
+  lm.val_loss = 2.64712;
+  lm.tokens_per_s = 6600;
+  lm.elapsed_s = 62;
+  BOOST_TEST(format_progress_line(lm) == "step 100/300  33% | loss 2.6787 | val 2.6471 | 6.6k tok/s | 1m02s | ETA 2m04s");
+}
+
 BOOST_AUTO_TEST_CASE(durations_and_rates) {
   BOOST_TEST(format_duration(0.84) == "0.8s");
   BOOST_TEST(format_duration(59.94) == "59.9s");
