@@ -7,6 +7,43 @@
 
 namespace ag {
 
+namespace {
+
+// The typed fields of one options object, each error naming the caller, the key and the value.
+struct OptionFields {
+  const Json& j;
+  const std::string& op;
+  const std::string& text;
+
+  const Json& field(const char* key) const {
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
+    return *it;
+  }
+  int64_t integer(const char* key) const {
+    const Json& v = field(key);
+    const std::optional<int64_t> i = json_int64(v);
+    if (!i) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
+    return *i;
+  }
+  const Json& typed(const char* key, bool ok(const Json&), const char* what) const {
+    const Json& v = field(key);
+    if (!ok(v)) throw std::invalid_argument(op + "\"" + key + "\" must be " + what + ", got " + v.dump());
+    return v;
+  }
+  bool boolean(const char* key) const {
+    return typed(key, [](const Json& v) { return v.is_boolean(); }, "a boolean").get<bool>();
+  }
+  double number(const char* key) const {
+    return typed(key, [](const Json& v) { return v.is_number(); }, "a number").get<double>();
+  }
+  std::string string(const char* key) const {
+    return typed(key, [](const Json& v) { return v.is_string(); }, "a string").get<std::string>();
+  }
+};
+
+}  // namespace
+
 std::string sequence_model_options_to_json(const SequenceModelOptions& o) {
   const OrderedJson j = {
       {"vocab", o.vocab},       {"max_len", o.max_len},   {"d_model", o.d_model},
@@ -20,35 +57,17 @@ SequenceModelOptions sequence_model_options_from_json(const std::string& text) {
   const std::string op = "sequence_model_options_from_json: ";
   const Json j = parse_options_object(
       text, {"vocab", "max_len", "d_model", "n_head", "d_ff", "n_layers", "norm_first", "dropout", "positional"}, op);
-  const auto field = [&](const char* key) -> const Json& {
-    const auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
-    return *it;
-  };
-  const auto integer = [&](const char* key) {
-    const Json& v = field(key);
-    const std::optional<int64_t> i = json_int64(v);
-    if (!i) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
-    return *i;
-  };
+  const OptionFields f{j, op, text};
   SequenceModelOptions o;
-  o.vocab = integer("vocab");
-  o.max_len = integer("max_len");
-  o.d_model = integer("d_model");
-  o.n_head = integer("n_head");
-  o.d_ff = integer("d_ff");
-  o.n_layers = integer("n_layers");
-  const Json& norm_first = field("norm_first");
-  if (!norm_first.is_boolean()) throw std::invalid_argument(op + "\"norm_first\" must be a boolean, got " + norm_first.dump());
-  o.norm_first = norm_first.get<bool>();
-  const Json& dropout = field("dropout");
-  if (!dropout.is_number()) throw std::invalid_argument(op + "\"dropout\" must be a number, got " + dropout.dump());
-  o.dropout = dropout.get<double>();
-  const Json& positional = field("positional");
-  if (!positional.is_string()) {
-    throw std::invalid_argument(op + "\"positional\" must be a string, got " + positional.dump());
-  }
-  o.positional = parse_positional_kind(positional.get<std::string>());
+  o.vocab = f.integer("vocab");
+  o.max_len = f.integer("max_len");
+  o.d_model = f.integer("d_model");
+  o.n_head = f.integer("n_head");
+  o.d_ff = f.integer("d_ff");
+  o.n_layers = f.integer("n_layers");
+  o.norm_first = f.boolean("norm_first");
+  o.dropout = f.number("dropout");
+  o.positional = parse_positional_kind(f.string("positional"));
   validate(o);
   return o;
 }
@@ -65,29 +84,15 @@ GPTOptions gpt_options_from_json(const std::string& text) {
   const std::string op = "gpt_options_from_json: ";
   const Json j =
       parse_options_object(text, {"vocab", "block_size", "d_model", "n_head", "n_layers", "dropout", "bias"}, op);
-  const auto field = [&](const char* key) -> const Json& {
-    const auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
-    return *it;
-  };
-  const auto integer = [&](const char* key) {
-    const Json& v = field(key);
-    const std::optional<int64_t> i = json_int64(v);
-    if (!i) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
-    return *i;
-  };
+  const OptionFields f{j, op, text};
   GPTOptions o;
-  o.vocab = integer("vocab");
-  o.block_size = integer("block_size");
-  o.d_model = integer("d_model");
-  o.n_head = integer("n_head");
-  o.n_layers = integer("n_layers");
-  const Json& dropout = field("dropout");
-  if (!dropout.is_number()) throw std::invalid_argument(op + "\"dropout\" must be a number, got " + dropout.dump());
-  o.dropout = dropout.get<double>();
-  const Json& bias = field("bias");
-  if (!bias.is_boolean()) throw std::invalid_argument(op + "\"bias\" must be a boolean, got " + bias.dump());
-  o.bias = bias.get<bool>();
+  o.vocab = f.integer("vocab");
+  o.block_size = f.integer("block_size");
+  o.d_model = f.integer("d_model");
+  o.n_head = f.integer("n_head");
+  o.n_layers = f.integer("n_layers");
+  o.dropout = f.number("dropout");
+  o.bias = f.boolean("bias");
   try {
     validate(o);
   } catch (const std::invalid_argument& e) {
