@@ -14,6 +14,9 @@ and a head tied to the token embedding (no bias). Attention is spelled out (scor
 softmax, weighted sum): PyTorch 1.13 has no scaled_dot_product_attention, and this is what
 nanoGPT runs on such a version.
 
+The model itself is define_gpt(), which bench/torch_gpt_train.py (the twin of train_gpt, for the
+validation-loss comparison) imports too.
+
 Thread settings are pinned before torch is imported, as in bench/torch_reference.py: PyTorch's
 intra-op pool and OpenBLAS's pool are separate here, and two pools spinning on two cores slow
 each other down.
@@ -68,18 +71,22 @@ def fingerprint(tokens):
     return f"{h:016x}"
 
 
-def main():
-    args = parse_args()
-    os.environ["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    import torch  # noqa: E402  (after the thread settings)
+def define_gpt(layers, heads, d, block, vocab, dropout=0.0):
+    """attograd's GPT (models/gpt.h) in PyTorch, initialised as attograd initialises it, from
+    torch's default generator (seed it with torch.manual_seed first). Dropout sits where
+    attograd's does: after the embeddings, on the attention weights, on both residual branches
+    and between the MLP's two layers; with dropout 0 (the bench's case) none of it runs.
+
+    torch is imported here, not at the top of the file, so that a caller can pin the thread
+    settings in the environment before the first import (see main() and torch_gpt_train.py)."""
+    import torch
     from torch import nn
     from torch.nn import functional as F
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    layers, heads, d, block, B, vocab = CONFIGS[args.config]
     dh = d // heads
+
+    def drop(x, training):
+        return F.dropout(x, dropout, training) if dropout > 0 else x
 
     class SelfAttention(nn.Module):
         def __init__(self):
@@ -107,7 +114,7 @@ def main():
             # Query i sits at position start + i and sees keys 0 .. start + i.
             mask = self.causal[start:start + t, :start + t]
             scores = scores.masked_fill(~mask, float("-inf"))
-            y = F.softmax(scores, dim=-1) @ v  # (B, H, T, D)
+            y = drop(F.softmax(scores, dim=-1), self.training) @ v  # (B, H, T, D)
             return self.w_o(y.transpose(1, 2).reshape(b, t, d))
 
     class Block(nn.Module):
@@ -118,8 +125,9 @@ def main():
             self.linear1, self.linear2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
 
         def forward(self, x, cache=None):
-            x = x + self.attn(self.norm1(x), cache)
-            return x + self.linear2(F.gelu(self.linear1(self.norm2(x))))
+            x = x + drop(self.attn(self.norm1(x), cache), self.training)
+            mlp = self.linear2(drop(F.gelu(self.linear1(self.norm2(x))), self.training))
+            return x + drop(mlp, self.training)
 
     class GPT(nn.Module):
         def __init__(self):
@@ -141,12 +149,27 @@ def main():
 
         def forward(self, ids, caches=None, start=0):
             t = ids.shape[1]
-            x = self.embed(ids) + self.pos(torch.arange(start, start + t))
+            x = drop(self.embed(ids) + self.pos(torch.arange(start, start + t)), self.training)
             for i, blk in enumerate(self.blocks):
                 x = blk(x, None if caches is None else caches[i])
             return self.norm(x) @ self.embed.weight.t()  # tied head: (B, T, vocab)
 
-    model = GPT()
+    return GPT()
+
+
+def main():
+    args = parse_args()
+    os.environ["OPENBLAS_NUM_THREADS"] = str(args.blas_threads)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    import torch  # noqa: E402  (after the thread settings)
+    from torch.nn import functional as F
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    layers, heads, d, block, B, vocab = CONFIGS[args.config]
+    dh = d // heads
+
+    model = define_gpt(layers, heads, d, block, vocab)
     params = sum(p.numel() for p in model.parameters())
     settings = {"torch_threads": torch.get_num_threads(), "blas_threads": args.blas_threads,
                 "torch_version": torch.__version__, "parameters": params}
