@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "attograd/core/format.h"
@@ -51,7 +52,8 @@ class BlockCache {
   void* acquire(std::size_t bytes) {
     std::lock_guard lock(mutex_);
     last_wanted_[bytes] = ++clock_;
-    void* p = free_.contains(bytes) ? take(free_.find(bytes)) : nullptr;
+    const auto exact = free_.find(bytes);
+    void* p = exact != free_.end() ? take(exact) : nullptr;
     if (p == nullptr && bytes >= kMapped && cached_mapped_ >= bytes) {
       const auto donor = [this](std::size_t need) {  // the smallest mapped block >= need, else the largest
         auto it = free_.lower_bound(std::max(need, kMapped));
@@ -141,8 +143,8 @@ class BlockCache {
   }
 
   std::mutex mutex_;
-  FreeLists free_;                               // cached blocks by size
-  std::map<std::size_t, uint64_t> last_wanted_;  // clock_ at each size's last request
+  FreeLists free_;                                         // cached blocks by size
+  std::unordered_map<std::size_t, uint64_t> last_wanted_;  // clock_ at each size's last request
   uint64_t clock_ = 0;
   std::size_t live_ = 0, cached_ = 0, cached_mapped_ = 0, high_water_ = 0, peak_live_ = 0, peak_held_ = 0;
 };
