@@ -228,6 +228,11 @@ int main(int argc, char** argv) {
                 static_cast<long long>(c.vocab), static_cast<long long>(params), static_cast<long long>(threads));
     std::printf("ms/step: median %.3f  min %.3f  max %.3f   tokens/s %.0f   GFLOP/s %.1f   peak RSS %.1f MB\n", median,
                 best, worst, tokens_per_s, gflops, peak_rss_mb());
+    // What the tensors themselves hold, of that RSS: the most bytes live at once, and live plus
+    // the storage cache's freed blocks.
+    const ag::MemoryStats m = ag::memory_stats();
+    std::printf("tensor blocks: peak live %.1f MB, peak held %.1f MB\n", static_cast<double>(m.high_water_live) / (1 << 20),
+                static_cast<double>(m.peak_held) / (1 << 20));
   }
   if (profile) std::cout << "\nper-op profile (" << steps << " steps)\n" << profiler.table(steps);
   return 0;
