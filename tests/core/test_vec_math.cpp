@@ -1,7 +1,8 @@
-// core/vec_math.h: exp_f32 against exp in double over a sweep of the whole float range and at
-// the special values, the row loops (exp_shifted, the lane reductions) against their scalar
-// definitions, the kernels calling them in f32 against the same kernels in f64, and small_gemm
-// against a plain double-precision product (its baseline and AVX2 copies bit for bit).
+// core/vec_math.h: exp_f32 and erf_f32 against exp and erf in double over sweeps of the float
+// range and at the special values, the row loops (exp_shifted, the lane reductions) against
+// their scalar definitions, the kernels calling them (softmax, cross entropy, GELU) in f32
+// against the same kernels in f64, and small_gemm against a plain double-precision product (its
+// baseline and AVX2 copies bit for bit).
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 
@@ -205,6 +206,121 @@ BOOST_AUTO_TEST_CASE(vec_exp_keeps_libm_for_double) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+// ---- erf_f32 ----
+
+[[gnu::noinline]] float erf_one(float x) { return erf_f32(x); }
+
+// The bound core/vec_math.h documents: a sweep of all 2^32 bit patterns measured 8.95e-8 (at
+// x = 0.9959) when erf_f32 was written.
+constexpr double kErfBound = 1e-7;
+
+// Largest |erf_f32(x) - erf(x)| over xs (none NaN), erf in double; erf_f32 runs in one plain
+// loop over xs first, the loop GCC vectorises.
+double worst_erf_error(const std::vector<float>& xs, float& worst_x) {
+  std::vector<float> ys(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) ys[i] = erf_f32(xs[i]);
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double err = std::abs(static_cast<double>(ys[i]) - std::erf(static_cast<double>(xs[i])));
+    if (err > worst) {
+      worst = err;
+      worst_x = xs[i];
+    }
+  }
+  return worst;
+}
+
+BOOST_AUTO_TEST_SUITE(float_erf)
+
+// Every 127th bit pattern of each sign (about 34 million inputs, every binade from subnormals
+// to infinity).
+BOOST_AUTO_TEST_CASE(erf_f32_is_within_its_bound_over_the_float_range) {
+  constexpr uint32_t kStride = 127;
+  constexpr uint32_t kInf = 0x7f800000u;
+  std::vector<float> xs;
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint64_t b = 0; b <= kInf; b += kStride) xs.push_back(std::bit_cast<float>(static_cast<uint32_t>(b) | sign));
+  }
+  float worst_x = 0;
+  const double worst = worst_erf_error(xs, worst_x);
+  BOOST_TEST(xs.size() > 30'000'000u);
+  BOOST_TEST(worst <= kErfBound, "max error " << worst << " at x = " << worst_x);
+}
+
+// Every multiple of 2^-18 in [-6, 6] (3.1 million inputs): where GELU's inputs live, both pieces
+// of the approximation, the switch between them at |x| = 1 and the saturation from 3.92 on.
+// Odd symmetry is exact: erf_f32(-x) has the bits of erf_f32(x) with the sign flipped.
+BOOST_AUTO_TEST_CASE(erf_f32_dense_on_minus_6_to_6_and_odd) {
+  std::vector<float> xs;
+  for (int32_t k = -6 * (1 << 18); k <= 6 * (1 << 18); ++k) xs.push_back(std::ldexp(static_cast<float>(k), -18));
+  float worst_x = 0;
+  const double worst = worst_erf_error(xs, worst_x);
+  BOOST_TEST(worst <= kErfBound, "max error " << worst << " at x = " << worst_x);
+  int64_t asymmetric = 0;
+  for (float x : xs) {
+    asymmetric += std::bit_cast<uint32_t>(erf_f32(-x)) != (std::bit_cast<uint32_t>(erf_f32(x)) ^ 0x80000000u);
+  }
+  BOOST_TEST(asymmetric == 0);
+}
+
+BOOST_AUTO_TEST_CASE(erf_f32_special_values_and_saturation) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  BOOST_TEST(std::bit_cast<uint32_t>(erf_f32(0.0f)) == 0u);  // +0, not only == 0
+  BOOST_TEST(std::bit_cast<uint32_t>(erf_f32(-0.0f)) == 0x80000000u);
+  BOOST_TEST(erf_f32(inf) == 1.0f);
+  BOOST_TEST(erf_f32(-inf) == -1.0f);
+  BOOST_TEST(std::isnan(erf_f32(nan)));
+  BOOST_TEST(std::isnan(erf_f32(-nan)));
+  const float tiny = std::numeric_limits<float>::denorm_min(), smallest = std::numeric_limits<float>::min();
+  BOOST_TEST(erf_f32(tiny) == tiny);  // 1.128 denorm_min rounds to denorm_min
+  BOOST_TEST(erf_f32(-tiny) == -tiny);
+  // Near 0 the error is small relative to erf too, not only below the absolute bound.
+  for (float x : {smallest, 1e-30f, 1e-10f, 1e-4f, 0.01f}) {
+    const double want = std::erf(static_cast<double>(x));
+    BOOST_TEST(std::abs(erf_f32(x) - want) <= 0x1p-22 * want, "x = " << x);
+  }
+  // From 3.9192059 on erfc < 2^-25 and erf rounds to 1 in float: erf_f32 is exactly 1 there,
+  // and below that it never passes 1.
+  BOOST_TEST(static_cast<float>(std::erf(static_cast<double>(std::nextafter(3.9192059f, 0.0f)))) < 1.0f);
+  for (float x : {3.9192059f, 3.92f, 4.0f, 5.0f, 10.0f, 1e10f, std::numeric_limits<float>::max()}) {
+    BOOST_TEST(erf_f32(x) == 1.0f, "x = " << x);
+    BOOST_TEST(erf_f32(-x) == -1.0f, "x = " << x);
+    BOOST_TEST(static_cast<float>(std::erf(static_cast<double>(x))) == 1.0f, "x = " << x);
+  }
+  float top = 0;
+  for (float x = 3.0f; x < 3.9192059f; x = std::nextafter(x, inf)) top = std::max(top, erf_f32(x));
+  BOOST_TEST(top <= 1.0f);
+  // Either side of the switch between the two pieces at 1.
+  for (float x : {std::nextafter(1.0f, 0.0f), 1.0f, std::nextafter(1.0f, 2.0f)}) {
+    BOOST_TEST(std::abs(erf_f32(x) - std::erf(static_cast<double>(x))) <= kErfBound, "x = " << x);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(erf_vectorised_loop_matches_one_call_at_a_time) {
+  Generator gen(17);
+  const uint64_t key = gen.next_stream();
+  std::vector<float> xs(4099);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = static_cast<float>(3.0 * Generator::normal(key, i));
+  xs[5] = -std::numeric_limits<float>::infinity();
+  xs[6] = std::numeric_limits<float>::quiet_NaN();
+  xs[7] = -0.0f;
+  std::vector<float> ys(xs.size());
+  for (size_t i = 0; i < xs.size(); ++i) ys[i] = erf_f32(xs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const float one = erf_one(xs[i]);
+    BOOST_TEST((std::bit_cast<uint32_t>(ys[i]) == std::bit_cast<uint32_t>(one) || (std::isnan(one) && std::isnan(ys[i]))),
+               "x = " << xs[i]);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(vec_erf_keeps_libm_for_double) {
+  for (double x : {-5.0, -1.0, -0.3, 0.0, 1e-300, 0.7, 1.0, 3.5}) BOOST_TEST(vec_erf(x) == std::erf(x));
+  BOOST_TEST(vec_erf(0.5f) == erf_f32(0.5f));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 // ---- the kernels that call vec_exp: f32 (exp_f32) against f64 (std::exp) ----
 
 BOOST_AUTO_TEST_SUITE(kernels_on_exp_f32)
@@ -258,6 +374,43 @@ BOOST_AUTO_TEST_CASE(cross_entropy_f32_matches_f64_beyond_one_exp_chunk) {
     BOOST_TEST(max_abs_diff(kernels::cross_entropy_backward(l32, f32.lse, targets, -100, smoothing, rg.to(DType::f32)),
                             kernels::cross_entropy_backward(logits, f.lse, targets, -100, smoothing, rg)) <= 1e-6);
   }
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ---- GELU, which calls vec_erf and vec_exp: f32 against f64 ----
+
+BOOST_AUTO_TEST_SUITE(kernels_on_erf_f32)
+
+// 37 columns (not a multiple of the vector width), inputs wide enough that both of erf_f32's
+// pieces and its saturation are used, and a strided view for the forward's other loop.
+BOOST_AUTO_TEST_CASE(gelu_and_gelu_backward_f32_match_f64) {
+  // The same float inputs in both dtypes, so what differs is the arithmetic only. gelu is
+  // x (1 + erf) / 2: erf_f32's 1e-7 and a few float roundings scale with |x| (measured 7e-8 |x|
+  // when written); the gradient's error scales with the upstream gradient (measured 1.1e-7 |g|).
+  Generator gen(19);
+  const Tensor x32 = normal(Shape{6, 37}, 0.0, 3.0, gen, DType::f32);
+  const Tensor g32 = normal(Shape{6, 37}, 0.0, 1.0, gen, DType::f32);
+  const Tensor x = x32.to(DType::f64), g = g32.to(DType::f64);
+  const std::vector<double> xs = x.to_vector(), gs = g.to_vector();
+  const std::vector<double> want = kernels::unary(kernels::UnaryOp::gelu, x).to_vector();
+  const std::vector<double> want_grad = kernels::gelu_backward(x, g).to_vector();
+  const std::vector<double> got_grad = kernels::gelu_backward(x32, g32).to_vector();
+  const Tensor strided = x32.transpose(0, 1).contiguous().transpose(0, 1);
+  BOOST_TEST(!strided.is_contiguous());
+  for (const Tensor& in : {x32, strided}) {
+    const std::vector<double> got = kernels::unary(kernels::UnaryOp::gelu, in).to_vector();
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(xs[i])));
+    }
+    BOOST_TEST(worst <= 2e-7, "max error " << worst << ", contiguous " << in.is_contiguous());
+  }
+  double worst_grad = 0;
+  for (size_t i = 0; i < want_grad.size(); ++i) {
+    worst_grad = std::max(worst_grad, std::abs(got_grad[i] - want_grad[i]) / std::max(1.0, std::abs(gs[i])));
+  }
+  BOOST_TEST(worst_grad <= 5e-7, "max error " << worst_grad);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
