@@ -9,6 +9,7 @@
 #include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
 #include "attograd/core/parallel.h"
+#include "attograd/core/vec_math.h"
 
 namespace ag::kernels {
 
@@ -46,10 +47,13 @@ Tensor relu_backward(const Tensor& x, const Tensor& g) {
 }
 
 // gelu(x) = x Phi(x), so gelu'(x) = Phi(x) + x phi(x) with the normal cdf Phi and pdf phi.
+// vec_erf and vec_exp (core/vec_math.h) keep the float loop free of libm calls, so it
+// vectorises; double stays on std::erf and std::exp.
 Tensor gelu_backward(const Tensor& x, const Tensor& g) {
   return unary_backward("gelu_backward", x, g, []<typename T>(T v, T d) {
-    const T cdf = static_cast<T>(0.5) * (1 + std::erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
-    const T pdf = std::exp(static_cast<T>(-0.5) * v * v) * static_cast<T>(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
+    const T cdf = static_cast<T>(0.5) * (1 + vec_erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
+    const T pdf = vec_exp(static_cast<T>(-0.5) * v * v) *
+                  static_cast<T>(0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2);
     return d * (cdf + v * pdf);
   });
 }

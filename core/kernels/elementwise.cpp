@@ -7,6 +7,7 @@
 #include "attograd/core/kernels.h"
 #include "attograd/core/parallel.h"
 #include "attograd/core/strided.h"
+#include "attograd/core/vec_math.h"
 
 namespace ag::kernels {
 
@@ -24,9 +25,11 @@ void require_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
   }
 }
 
+// vec_erf: erf_f32 for float, so the float loop vectorises instead of calling libm per
+// element; std::erf for double.
 template <typename T>
 T gelu_value(T x) {
-  return static_cast<T>(0.5) * x * (1 + std::erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
+  return static_cast<T>(0.5) * x * (1 + vec_erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
 }
 
 template <typename T>
@@ -134,6 +137,7 @@ Tensor unary(UnaryOp op, const Tensor& x) {
       case UnaryOp::exp: map_unary<T>(x, out, [](T v) { return std::exp(v); }); break;
       case UnaryOp::relu: map_unary<T>(x, out, [](T v) { return v > 0 ? v : T(0); }); break;
       case UnaryOp::square: map_unary<T>(x, out, [](T v) { return v * v; }); break;
+      case UnaryOp::gelu: map_unary<T>(x, out, [](T v) { return gelu_value(v); }); break;
       default: map_unary<T>(x, out, [op](T v) { return apply_unary(op, v); }); break;
     }
   });
