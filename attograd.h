@@ -51,6 +51,7 @@
 #include "attograd/train/optim.h"
 #include "attograd/train/plot.h"
 #include "attograd/train/progress.h"
+#include "attograd/train/run_clock.h"
 #include "attograd/train/safetensors.h"
 #include "attograd/train/schedule.h"
 #include "attograd/train/tasks.h"

@@ -181,29 +181,12 @@ std::string GPTTrainer::sample() {
   return tokenizer_.decode(prompt_) + tokenizer_.decode(generate(model_, prompt_, g));
 }
 
-double GPTTrainer::elapsed_s() const { return elapsed_before_s_ + (running_ ? seconds_since(run_start_) : 0.0); }
-
 GPTTrainSummary GPTTrainer::run() {
   GPTTrainSummary summary;
   stop_requested_.store(false);
-  run_start_ = Clock::now();
-  running_ = true;
-  struct RunningFlag {
-    GPTTrainer& t;
-    ~RunningFlag() {
-      t.elapsed_before_s_ = t.elapsed_s();
-      t.running_ = false;
-    }
-  } running_flag{*this};
+  const RunClock::Session session = clock_.start();
 
-  std::optional<MetricsLog> log;
-  if (!outputs_.log_path.empty()) {
-    if (resumed_) {
-      log.emplace(MetricsLog::resume(outputs_.log_path, step_));
-    } else {
-      log.emplace(outputs_.log_path);
-    }
-  }
+  std::optional<MetricsLog> log = open_metrics_log(outputs_.log_path, resumed_, step_);
   std::optional<ProgressDisplay> display;
   if (outputs_.progress != nullptr) display.emplace(*outputs_.progress, outputs_.interactive, options_.eval_every);
   ProgressInfo info;
@@ -226,7 +209,7 @@ GPTTrainSummary GPTTrainer::run() {
       row.grad_norm = last->grad_norm;
       row.tokens_per_s = tokens_per_s;
     }
-    row.elapsed_s = elapsed_s();
+    row.elapsed_s = clock_.total_s();
     summary.train_loss = row.train_loss;
     window_loss_sum_ = 0;
     window_steps_ = 0;
@@ -280,7 +263,7 @@ GPTTrainSummary GPTTrainer::run() {
     if (display) {
       info.step = step_;
       info.tokens_per_s = tokens_per_s;
-      info.elapsed_s = elapsed_s();
+      info.elapsed_s = clock_.total_s();
       display->update(info);
     }
     if (step_ % options_.eval_every == 0 || step_ == options_.steps) {
@@ -296,8 +279,8 @@ GPTTrainSummary GPTTrainer::run() {
   }
   if (display) display->finish();
   summary.steps = step_;
-  summary.run_s = seconds_since(run_start_);
-  summary.elapsed_s = elapsed_s();
+  summary.run_s = clock_.session_s();
+  summary.elapsed_s = clock_.total_s();
   return summary;
 }
 

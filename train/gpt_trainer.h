@@ -42,6 +42,7 @@
 #include "attograd/models/gpt.h"
 #include "attograd/train/checkpoint.h"
 #include "attograd/train/optim.h"
+#include "attograd/train/run_clock.h"
 #include "attograd/train/schedule.h"
 #include "attograd/train/text.h"
 #include "attograd/train/trainer.h"
@@ -138,7 +139,6 @@ class GPTTrainer {
 
  private:
   std::map<std::string, std::string> metadata() const;
-  double elapsed_s() const;
   double divergence_limit() const;
   [[noreturn]] void diverged(int64_t update, const std::string& what, double grad_norm, double lr) const;
 
@@ -157,11 +157,9 @@ class GPTTrainer {
   bool resumed_ = false;
   double window_loss_sum_ = 0;
   int64_t window_steps_ = 0;
-  double elapsed_before_s_ = 0;
   double first_loss_ = 0;
   int64_t last_saved_step_ = -1;
-  bool running_ = false;
-  std::chrono::steady_clock::time_point run_start_;
+  RunClock clock_;  // the run's wall time, earlier sessions included
   std::atomic<bool> stop_requested_{false};
 };
 

@@ -66,7 +66,7 @@ std::map<std::string, std::string> GPTTrainer::metadata() const {
   loop.step = step_;
   loop.window_loss_sum = window_loss_sum_;
   loop.window_steps = window_steps_;
-  loop.elapsed_s = elapsed_s();
+  loop.elapsed_s = clock_.total_s();
   loop.first_loss = first_loss_;
   return {{"model_kind", kGPTModelKind},
           {"gpt", gpt_options_to_json(model_.options())},
@@ -104,7 +104,7 @@ void GPTTrainer::resume(const std::string& path) {
   step_ = loop.step;
   window_loss_sum_ = loop.window_loss_sum;
   window_steps_ = loop.window_steps;
-  elapsed_before_s_ = loop.elapsed_s;
+  clock_.set_earlier_s(loop.elapsed_s);
   first_loss_ = loop.first_loss;
   last_saved_step_ = step_;
   resumed_ = true;

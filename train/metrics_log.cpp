@@ -119,4 +119,9 @@ void MetricsLog::append(const MetricsRow& row) {
   rows_.push_back(row);
 }
 
+std::optional<MetricsLog> open_metrics_log(const std::string& path, bool resumed, int64_t step) {
+  if (path.empty()) return std::nullopt;
+  return resumed ? MetricsLog::resume(path, step) : MetricsLog(path);
+}
+
 }  // namespace ag

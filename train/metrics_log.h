@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,5 +65,9 @@ class MetricsLog {
   std::unique_ptr<std::FILE, FileCloser> file_;
   std::vector<MetricsRow> rows_;
 };
+
+// The log of a run: none when `path` is empty, MetricsLog::resume(path, step) when the run was
+// resumed, else a new one.
+std::optional<MetricsLog> open_metrics_log(const std::string& path, bool resumed, int64_t step);
 
 }  // namespace ag

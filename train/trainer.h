@@ -39,6 +39,7 @@
 #include "attograd/train/clip.h"
 #include "attograd/train/metrics_log.h"
 #include "attograd/train/optim.h"
+#include "attograd/train/run_clock.h"
 #include "attograd/train/schedule.h"
 #include "attograd/train/tasks.h"
 
@@ -162,7 +163,6 @@ class Trainer {
 
  private:
   std::map<std::string, std::string> metadata() const;
-  double elapsed_s() const;
   double divergence_limit() const;
   [[noreturn]] void diverged(int64_t update, const std::string& what, double grad_norm, double lr) const;
 
@@ -180,11 +180,9 @@ class Trainer {
   // The current metrics window (since the last evaluation) and the time before this session.
   double window_loss_sum_ = 0;
   int64_t window_steps_ = 0;
-  double elapsed_before_s_ = 0;
   double first_loss_ = 0;          // the run's first training loss (0 before the first update)
   int64_t last_saved_step_ = -1;   // the step in the checkpoint file, -1 before the first save
-  bool running_ = false;  // inside run(): elapsed_s() adds the time since run_start_
-  std::chrono::steady_clock::time_point run_start_;
+  RunClock clock_;  // the run's wall time, earlier sessions included
   std::atomic<bool> stop_requested_{false};
 };
 
