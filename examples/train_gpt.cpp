@@ -23,6 +23,7 @@
 #include "attograd/train/outputs.h"
 #include "attograd/train/progress.h"
 #include "attograd/train/text.h"
+#include "program_main.h"
 #include "train_gpt_cli.h"
 
 namespace {
@@ -127,26 +128,5 @@ int run(const TrainGPTArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string program = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "train_gpt";
-  TrainGPTArgs args;
-  try {
-    args = parse_train_gpt_args(std::vector<std::string>(argv + 1, argv + argc));
-  } catch (const UsageError& e) {
-    std::cerr << program << ": " << e.what() << "\n(" << program << " --help lists the flags)\n";
-    return 2;
-  }
-  if (args.help) {
-    std::cout << train_gpt_usage(program);
-    return 0;
-  }
-  if (args.version) {
-    std::cout << "attograd " << ATTOGRAD_VERSION << "\n";
-    return 0;
-  }
-  try {
-    return run(args);
-  } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  return ag::training_program_main<ag::TrainGPTArgs>(argc, argv, "train_gpt", ag::parse_train_gpt_args, ag::train_gpt_usage, run);
 }

@@ -41,7 +41,9 @@ struct TrainGPTArgs {
   std::string resume_path;
   std::string log_path = std::string(kGPTRunDir) + "/metrics.jsonl";
   std::string plot_path = std::string(kGPTRunDir) + "/plot.svg";
-  std::string config_path;
+  std::string config_path;        // --config: flags read from this TOML file
+  std::string write_config_path;  // --write-config: the effective configuration goes here
+  std::string config_text;        // the effective configuration as TOML (every flag, its value)
   bool overwrite = false;
   bool quiet = false;
   bool help = false;
@@ -135,6 +137,10 @@ inline void declare_train_gpt_flags(CLI::App& app, TrainGPTArgs& a) {
   app.add_flag("--overwrite", a.overwrite, "let --save, --log and --plot replace files of another run")
       ->group("evaluation and output");
   app.add_flag("--quiet", a.quiet, "no progress output, only the summary")->group("evaluation and output");
+  app.add_option("--write-config", a.write_config_path, "write the effective configuration as TOML to FILE and exit")
+      ->check(path_given)
+      ->group("evaluation and output")
+      ->configurable(false);
 }
 
 inline std::string train_gpt_usage(const std::string& program) {
@@ -160,6 +166,8 @@ inline TrainGPTArgs parse_train_gpt_args(const std::vector<std::string>& argv) {
     return a;
   }
   const auto given = [&](const char* flag) { return app.count(flag) > 0; };
+  a.config_text = detail::configuration_text(app.config_to_str(/*default_also=*/true, /*write_description=*/true),
+                                             "train_gpt");
 
   if (!a.resume_path.empty()) {
     // The checkpoint holds what shapes the run; a flag that changed it would make another run.

@@ -23,6 +23,7 @@
 #include "attograd/train/outputs.h"
 #include "attograd/train/progress.h"
 #include "attograd/train/trainer.h"
+#include "program_main.h"
 #include "train_sequence_cli.h"
 
 namespace {
@@ -177,38 +178,5 @@ int run(const TrainSequenceArgs& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string program = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "train_sequence";
-  TrainSequenceArgs args;
-  try {
-    args = parse_train_sequence_args(std::vector<std::string>(argv + 1, argv + argc));
-  } catch (const UsageError& e) {
-    std::cerr << program << ": " << e.what() << "\n(" << program << " --help lists the flags)\n";
-    return 2;
-  }
-  if (args.help) {
-    std::cout << train_sequence_usage(program);
-    return 0;
-  }
-  if (args.version) {
-    std::cout << "attograd " << ATTOGRAD_VERSION << "\n";
-    return 0;
-  }
-  if (!args.write_config_path.empty()) {
-    try {
-      prepare_outputs({{"--write-config", args.write_config_path, OutputKind::config}}, {.overwrite = args.overwrite});
-      write_file_atomically(args.write_config_path, args.config_text);
-    } catch (const std::exception& e) {
-      std::cerr << program << ": error: " << e.what() << "\n";
-      return 1;
-    }
-    std::cout << "wrote the configuration to " << args.write_config_path << " (run it with --config "
-              << args.write_config_path << ")\n";
-    return 0;
-  }
-  try {
-    return run(args);
-  } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  return ag::training_program_main<ag::TrainSequenceArgs>(argc, argv, "train_sequence", ag::parse_train_sequence_args, ag::train_sequence_usage, run);
 }

@@ -203,7 +203,7 @@ inline bool parse_command_line(CLI::App& app, const std::vector<std::string>& ar
 
 // CLI11's TOML with our first line, and without the paths left empty (an empty path is
 // refused when read back; unset is what they were).
-inline std::string configuration_text(const std::string& toml) {
+inline std::string configuration_text(const std::string& toml, const std::string& program = "train_sequence") {
   std::istringstream in(toml);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
@@ -213,7 +213,7 @@ inline std::string configuration_text(const std::string& toml) {
     }
     lines.push_back(line);
   }
-  std::string out = std::string(kConfigMarker) + " (run it with train_sequence --config FILE)\n";
+  std::string out = std::string(kConfigMarker) + " (run it with " + program + " --config FILE)\n";
   for (const std::string& line : lines) out += line + "\n";
   return out;
 }

@@ -105,6 +105,27 @@ BOOST_AUTO_TEST_CASE(a_config_file_is_read_and_the_command_line_wins) {
   AG_CHECK_THROWS_WITH(parse_train_gpt_args({"--config", dir.path()}), UsageError, "--config", "not a regular file");
 }
 
+BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
+  TempDir dir;
+  const TrainGPTArgs a = parse_train_gpt_args(
+      {"--data", "my text.txt", "--tokenizer", "byte", "--layers", "3", "--heads", "2", "--d-model", "48", "--dropout",
+       "0.1", "--lr", "0.0012345678901234567", "--seed", "18446744073709551615", "--steps", "123", "--warmup", "7",
+       "--eval-every", "9", "--write-config", dir.file("gpt.toml")});
+  BOOST_TEST(a.write_config_path == dir.file("gpt.toml"));
+  BOOST_TEST(a.config_text.rfind("# attograd configuration (run it with train_gpt --config FILE)", 0) == 0);
+  BOOST_TEST(a.config_text.find("write-config") == std::string::npos);  // the file is not told to write itself
+  std::ofstream(dir.file("gpt.toml")) << a.config_text;
+  const TrainGPTArgs b = parse_train_gpt_args({"--config", dir.file("gpt.toml")});
+  BOOST_TEST(b.data_path == a.data_path);
+  BOOST_TEST(b.tokenizer == "byte");
+  BOOST_TEST(gpt_options_to_json(b.model) == gpt_options_to_json(a.model));
+  BOOST_TEST(gpt_trainer_options_to_json(b.trainer) == gpt_trainer_options_to_json(a.trainer));
+  BOOST_TEST(b.trainer.lr == a.trainer.lr);  // every digit of a double survives the file
+  BOOST_TEST(b.trainer.seed == a.trainer.seed);
+  BOOST_TEST(b.trainer.eval_every == 9);
+  BOOST_TEST(b.config_text == a.config_text);  // and the file written from the file is the same file
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace ag::testing
