@@ -228,15 +228,39 @@ inline T row_max(const T* x, int64_t n) {
 // separate passes, vectorised for f32 (the sum in the fixed 8-lane order above). A row that is
 // -inf everywhere (every key masked) gives all zeros, not NaN. The softmax op and attention's
 // weights both use this, so their rows round alike.
+//
+// The second form also reports the row's statistics: its maximum and the sum of exp(x - max)
+// (-inf and 0 for a row that is -inf everywhere). softmax_row_from(x, y, n, max, sum) then gives
+// the same y again, bit for bit, without the two reductions: attention keeps these two numbers
+// per row instead of the weights, and its backward rebuilds the weights from the scores.
+template <typename T>
+inline void softmax_row(const T* x, T* y, int64_t n, T& max, T& sum) {
+  max = row_max(x, n);
+  if (max == -std::numeric_limits<T>::infinity()) {
+    std::fill(y, y + n, T(0));
+    sum = 0;
+    return;
+  }
+  exp_row(x, y, n, max);
+  sum = row_sum(y, n);
+  const T inv = 1 / sum;
+  for (int64_t j = 0; j < n; ++j) y[j] *= inv;
+}
+
 template <typename T>
 inline void softmax_row(const T* x, T* y, int64_t n) {
-  const T mx = row_max(x, n);
-  if (mx == -std::numeric_limits<T>::infinity()) {
+  T max, sum;
+  softmax_row(x, y, n, max, sum);
+}
+
+template <typename T>
+inline void softmax_row_from(const T* x, T* y, int64_t n, T max, T sum) {
+  if (max == -std::numeric_limits<T>::infinity()) {
     std::fill(y, y + n, T(0));
     return;
   }
-  exp_row(x, y, n, mx);
-  const T inv = 1 / row_sum(y, n);
+  exp_row(x, y, n, max);
+  const T inv = 1 / sum;
   for (int64_t j = 0; j < n; ++j) y[j] *= inv;
 }
 

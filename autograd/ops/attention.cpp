@@ -1,6 +1,10 @@
 // scaled_dot_product_attention: scores, mask, softmax, dropout and the value product fused,
-// with a hand-written backward (kernels::attention_backward). Saved: the weights (before
-// dropout), the dropout key, and of q, k, v only those a wanted gradient reads.
+// with a hand-written backward (kernels::attention_backward). Saved: q and k, v when a gradient
+// goes through the scores, the keep mask and bias as given, the dropout key, and two softmax
+// statistics per query row (B, H, Tq) -- not the weights (B, H, Tq, Tk). The backward
+// recomputes each slice's weights from these into per-thread scratch, with the forward's own
+// code, so they are the forward's bits: one more Q K^T product per slice buys back the largest
+// activation of a transformer layer (12 MiB per layer of the large GPT benchmark, 72 MiB in all).
 //
 // The kernels:
 // Scaled dot-product attention, forward and backward, one (batch, head) slice at a time:
@@ -18,9 +22,9 @@
 // 16x16x16 heads) run direct loops instead (small_gemm): a BLAS call packs both operands and
 // zeroes C every time, which costs more than the product itself at that size. The direct loops
 // need unit-strided rows of the right operand, so K^T (forward) or V^T (backward) of a slice is
-// copied to scratch when it is not already laid out that way. Only the scores of one slice and
-// those copies live in scratch memory besides the saved weights; the dropout mask is
-// regenerated from its key rather than stored.
+// copied to scratch when it is not already laid out that way. Only a slice's weights (and in
+// the backward its score gradients) and those copies live in scratch memory; the dropout mask
+// is regenerated from its key rather than stored.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -73,24 +77,6 @@ namespace {
 
 constexpr const char* kOp = "scaled_dot_product_attention";
 
-// One row of scores -> attention weights in place: add the bias, set masked keys to -inf, then
-// the row softmax every softmax shares (core/vec_math.h); a row with no kept key becomes zero.
-template <typename T>
-void weights_row(T* row, int64_t n, const ScoreOperand<T>& add, const ScoreOperand<T>& mask, int64_t b, int64_t h,
-                 int64_t i) {
-  if (add.data) {
-    const T* a = add.row(b, h, i);
-    for (int64_t j = 0; j < n; ++j) row[j] += a[j * add.step()];
-  }
-  if (mask.data) {
-    const T* m = mask.row(b, h, i);
-    for (int64_t j = 0; j < n; ++j) {
-      if (m[j * mask.step()] == T(0)) row[j] = -std::numeric_limits<T>::infinity();
-    }
-  }
-  softmax_row(row, row, n);
-}
-
 // ---- direct products for small slices ----
 
 // Multiply-adds of one slice product up to which the direct loops beat a BLAS call. Measured
@@ -108,6 +94,50 @@ bool use_direct(AttentionPath path, int64_t macs) {
   }
   return false;
 }
+
+// The weights of one (b, h) slice come from its masked scores S = scale Q K^T + bias, with
+// masked keys at -inf (Tq, Tk); the forward computes them and the backward computes them again
+// with this same code, so both get the same bits.
+template <typename T>
+struct SliceScores {
+  const Operand& Q;
+  const Operand& K;
+  const ScoreOperand<T>& add;
+  const ScoreOperand<T>& mask;
+  int64_t Tq, Tk, Dk;
+  T scale;
+  bool direct;
+
+  bool needs_k_columns() const { return direct && K.trans == Transpose::no; }
+
+  // S: (Tq, Tk), row stride Tk; each row goes to finish_row(i, row) as soon as it is masked
+  // (the softmax, in place). k_columns: scratch for K^T (Dk * Tk) when needs_k_columns().
+  template <typename FinishRow>
+  void compute(int64_t b, int64_t h, T* k_columns, T* S, FinishRow&& finish_row) const {
+    if (direct) {
+      int64_t ld = 0;
+      const T* kt = columns_of<T>(K, b, h, Tk, Dk, k_columns, ld);
+      small_gemm(Tq, Tk, Dk, scale, Q.slice<T>(b, h), row_stride(Q), col_stride(Q), kt, ld, S, Tk);
+    } else {
+      gemm(Q.trans, flipped(K.trans), Tq, Tk, Dk, scale, Q.slice<T>(b, h), Q.ld, K.slice<T>(b, h), K.ld, T(0), S,
+           Tk);
+    }
+    for (int64_t i = 0; i < Tq; ++i) {
+      T* row = S + i * Tk;
+      if (add.data) {
+        const T* a = add.row(b, h, i);
+        for (int64_t j = 0; j < Tk; ++j) row[j] += a[j * add.step()];
+      }
+      if (mask.data) {
+        const T* m = mask.row(b, h, i);
+        for (int64_t j = 0; j < Tk; ++j) {
+          if (m[j * mask.step()] == T(0)) row[j] = -std::numeric_limits<T>::infinity();
+        }
+      }
+      finish_row(i, row);
+    }
+  }
+};
 
 }  // namespace
 
@@ -143,29 +173,27 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
   const Shape scores{B, H, Tq, Tk};
   const Operand Q = make_operand(q_in), K = make_operand(k_in), V = make_operand(v_in);
   const Tensor keep = keep_in.defined() ? keep_in.to(q_in.dtype()) : Tensor();
-  AttentionForward out{heads_interleaved(B, H, Tq, Dv, q_in.dtype()), Tensor(scores, q_in.dtype())};
+  AttentionForward out{heads_interleaved(B, H, Tq, Dv, q_in.dtype()), Tensor(scores, q_in.dtype()),
+                       Tensor(Shape{B, H, Tq}, q_in.dtype()), Tensor(Shape{B, H, Tq}, q_in.dtype())};
   dispatch(q_in.dtype(), [&]<typename T>(T) {
     const ScoreOperand<T> mask(keep, scores), add(bias, scores);
     const T kScale = static_cast<T>(scale);
-    const bool direct_scores = use_direct(path, Tq * Tk * Dk), direct_output = use_direct(path, Tq * Tk * Dv);
+    const SliceScores<T> masked_scores{Q, K, add, mask, Tq, Tk, Dk, kScale, use_direct(path, Tq * Tk * Dk)};
+    const bool direct_output = use_direct(path, Tq * Tk * Dv);
     // (b, h) slices are independent: split them over the pool, each piece with its own scratch.
     const double work = 4.0 * static_cast<double>(B * H * Tq * Tk) * static_cast<double>(Dk + Dv);
     parallel_for(B * H, parallel_chunks(B * H, work), [&](int64_t first, int64_t last) {
       std::vector<T> dropped = scratch_if<T>(dropout.active(), Tq * Tk);
-      std::vector<T> k_columns = scratch_if<T>(direct_scores && K.trans == Transpose::no, Dk * Tk);
+      std::vector<T> k_columns = scratch_if<T>(masked_scores.needs_k_columns(), Dk * Tk);
       std::vector<T> v_rows = scratch_if<T>(direct_output && V.trans == Transpose::yes, Tk * Dv);
       for (int64_t slice = first; slice < last; ++slice) {
         const int64_t b = slice / H, h = slice % H;
         T* P = out.weights.data<T>() + slice * Tq * Tk;
-        if (direct_scores) {
-          int64_t ld = 0;
-          const T* kt = columns_of<T>(K, b, h, Tk, Dk, k_columns.data(), ld);
-          small_gemm(Tq, Tk, Dk, kScale, Q.slice<T>(b, h), row_stride(Q), col_stride(Q), kt, ld, P, Tk);
-        } else {
-          gemm(Q.trans, flipped(K.trans), Tq, Tk, Dk, kScale, Q.slice<T>(b, h), Q.ld, K.slice<T>(b, h), K.ld,
-                  T(0), P, Tk);
-        }
-        for (int64_t i = 0; i < Tq; ++i) weights_row(P + i * Tk, Tk, add, mask, b, h, i);
+        T* row_max = out.row_max.data<T>() + slice * Tq;
+        T* row_sum = out.row_sum.data<T>() + slice * Tq;
+        // P = softmax of the masked scores, keeping each row's statistics for the backward.
+        masked_scores.compute(b, h, k_columns.data(), P,
+                              [&](int64_t i, T* row) { softmax_row(row, row, Tk, row_max[i], row_sum[i]); });
         const T* weights = P;
         if (dropout.active()) {
           drop(P, dropped.data(), Tq * Tk, static_cast<uint64_t>(slice * Tq * Tk), dropout);
@@ -185,48 +213,48 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
   return out;
 }
 
-AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
-                                  const Tensor& weights_in, double scale, const DropoutMask& dropout, bool want_q,
-                                  bool want_k, bool want_v, bool want_scores, AttentionPath path) {
-  // Shapes come from whichever operands were saved: q is needed only for dk, k only for dq.
+namespace {
+
+// The backward of both entry points. The weights of a slice come from `weights` (B, H, Tq, Tk,
+// contiguous) when it is defined, else they are recomputed from q, k, keep, bias and the row
+// statistics into scratch. Operands are checked by the callers.
+AttentionGrads backward_slices(const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                               const Tensor& weights, const Tensor& keep_in, const Tensor& bias,
+                               const Tensor& row_max_in, const Tensor& row_sum_in, const Shape& scores, double scale,
+                               const DropoutMask& dropout, bool want_q, bool want_k, bool want_v, bool want_scores,
+                               AttentionPath path) {
+  const bool recompute = !weights.defined();
   const bool want_scores_path = want_q || want_k || want_scores;
-  // t is (B, H, length, D) with the weights' B and H.
-  const auto fits = [&](const Tensor& t, int64_t length) {
-    return t.defined() && t.dim() == 4 && t.shape()[0] == weights_in.shape()[0] &&
-           t.shape()[1] == weights_in.shape()[1] && t.shape()[2] == length;
-  };
-  const bool weights_ok = weights_in.defined() && weights_in.dim() == 4;
-  if (!weights_ok || !fits(g_in, weights_in.shape()[2]) || (want_q && !fits(k_in, weights_in.shape()[3])) ||
-      (want_k && !fits(q_in, weights_in.shape()[2])) ||
-      (want_scores_path && (!fits(v_in, weights_in.shape()[3]) || v_in.shape()[3] != g_in.shape()[3])) ||
-      (want_q && want_k && q_in.shape()[3] != k_in.shape()[3])) {
-    throw std::invalid_argument(std::string(kOp) + "_backward: gradient " +
-                                (g_in.defined() ? g_in.shape().str() : std::string("undefined")) +
-                                " or saved operands do not match the weights " +
-                                (weights_in.defined() ? weights_in.shape().str() : std::string("undefined")));
-  }
-  const int64_t B = weights_in.shape()[0], H = weights_in.shape()[1];
-  const int64_t Tq = weights_in.shape()[2], Tk = weights_in.shape()[3];
+  const int64_t B = scores[0], H = scores[1], Tq = scores[2], Tk = scores[3];
   const int64_t Dv = g_in.shape()[3];
-  const Tensor weights = weights_in.contiguous();
-  const Operand G = make_operand(g_in);
-  const Operand Q = want_k ? make_operand(q_in) : Operand{};
-  const Operand K = want_q ? make_operand(k_in) : Operand{};
-  const Operand V = want_scores_path ? make_operand(v_in) : Operand{};
-  const int64_t Dk = want_q ? k_in.shape()[3] : want_k ? q_in.shape()[3] : 0;
-  const DType dtype = weights.dtype();
+  const int64_t Dk = want_q || recompute ? k_in.shape()[3] : want_k ? q_in.shape()[3] : 0;
+  const DType dtype = g_in.dtype();
   AttentionGrads out;
   if (want_q) out.dq = heads_interleaved(B, H, Tq, Dk, dtype);
   if (want_k) out.dk = heads_interleaved(B, H, Tk, Dk, dtype);
   if (want_v) out.dv = heads_interleaved(B, H, Tk, Dv, dtype);
-  if (want_scores) out.dscores = Tensor(weights.shape(), dtype);
+  if (want_scores) out.dscores = Tensor(scores, dtype);
+  if (!want_v && !want_scores_path) return out;
+  const Operand G = make_operand(g_in);
+  const Operand Q = want_k || recompute ? make_operand(q_in) : Operand{};
+  const Operand K = want_q || recompute ? make_operand(k_in) : Operand{};
+  const Operand V = want_scores_path ? make_operand(v_in) : Operand{};
+  const Tensor keep = recompute && keep_in.defined() ? keep_in.to(dtype) : Tensor();
+  const Tensor row_max = recompute ? row_max_in.contiguous() : Tensor();
+  const Tensor row_sum = recompute ? row_sum_in.contiguous() : Tensor();
   dispatch(dtype, [&]<typename T>(T) {
     const T kScale = static_cast<T>(scale);
+    const ScoreOperand<T> mask(keep, scores), add(recompute ? bias : Tensor(), scores);
+    // The forward's scores, on the forward's path (use_direct of the same sizes).
+    const SliceScores<T> masked_scores{Q, K, add, mask, Tq, Tk, Dk, kScale, use_direct(path, Tq * Tk * Dk)};
     const int64_t slice_elems = Tq * Tk;
     const bool direct_v = use_direct(path, Tq * Tk * Dv), direct_scores = use_direct(path, Tq * Tk * Dv);
     const bool direct_q = use_direct(path, Tq * Tk * Dk), direct_k = direct_q;
-    const double work = 2.0 * static_cast<double>(B * H * Tq * Tk) * static_cast<double>(Dv + 2 * Dk + Dv);
+    const double work = 2.0 * static_cast<double>(B * H * Tq * Tk) *
+                        static_cast<double>(Dv + 2 * Dk + Dv + (recompute ? Dk : 0));
     parallel_for(B * H, parallel_chunks(B * H, work), [&](int64_t first, int64_t last) {
+      std::vector<T> recomputed = scratch_if<T>(recompute, slice_elems);
+      std::vector<T> k_columns = scratch_if<T>(recompute && masked_scores.needs_k_columns(), Dk * Tk);
       std::vector<T> dropped = scratch_if<T>(dropout.active() && want_v, slice_elems);
       std::vector<T> scratch = scratch_if<T>(want_scores_path && !want_scores, slice_elems);
       std::vector<T> g_rows = scratch_if<T>(want_v && direct_v && G.trans == Transpose::yes, Tq * Dv);
@@ -237,7 +265,16 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
       for (int64_t slice = first; slice < last; ++slice) {
         const int64_t b = slice / H, h = slice % H;
         const uint64_t base = static_cast<uint64_t>(slice * Tq * Tk);
-        const T* P = weights.data<T>() + slice * Tq * Tk;
+        const T* P = nullptr;
+        if (recompute) {  // P (Tq, Tk) = the forward's weights of this slice, again
+          const T* max_of = row_max.data<T>() + slice * Tq;
+          const T* sum_of = row_sum.data<T>() + slice * Tq;
+          masked_scores.compute(b, h, k_columns.data(), recomputed.data(),
+                                [&](int64_t i, T* row) { softmax_row_from(row, row, Tk, max_of[i], sum_of[i]); });
+          P = recomputed.data();
+        } else {
+          P = weights.data<T>() + slice * Tq * Tk;
+        }
         const T* dO = G.slice<T>(b, h);
         if (want_v) {
           const T* Pd = P;
@@ -297,6 +334,56 @@ AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const 
   return out;
 }
 
+std::string shape_or_undefined(const Tensor& t) { return t.defined() ? t.shape().str() : std::string("undefined"); }
+
+}  // namespace
+
+AttentionGrads attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& keep, const Tensor& bias, const Tensor& row_max,
+                                  const Tensor& row_sum, double scale, const DropoutMask& dropout, bool want_q,
+                                  bool want_k, bool want_v, bool want_scores, AttentionPath path) {
+  const bool want_scores_path = want_q || want_k || want_scores;
+  const bool operands_ok = q.defined() && k.defined() && (v.defined() || !want_scores_path);
+  if (operands_ok) check_attention_arguments(q, k, v.defined() ? v : k, keep, bias);
+  const Shape stats = operands_ok ? Shape{q.shape()[0], q.shape()[1], q.shape()[2]} : Shape();
+  const bool ok = operands_ok && g.defined() && g.dim() == 4 && g.shape()[0] == stats[0] &&
+                  g.shape()[1] == stats[1] && g.shape()[2] == stats[2] && g.dtype() == q.dtype() &&
+                  (!want_scores_path || v.shape()[3] == g.shape()[3]) && row_max.defined() &&
+                  row_max.shape() == stats && row_max.dtype() == q.dtype() && row_sum.defined() &&
+                  row_sum.shape() == stats && row_sum.dtype() == q.dtype();
+  if (!ok) {
+    throw std::invalid_argument(std::string(kOp) + "_backward: gradient " + shape_or_undefined(g) +
+                                " or saved operands do not fit together: q=" + shape_or_undefined(q) +
+                                " k=" + shape_or_undefined(k) + " v=" + shape_or_undefined(v) +
+                                " row_max=" + shape_or_undefined(row_max) + " row_sum=" + shape_or_undefined(row_sum));
+  }
+  const Shape scores{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
+  return backward_slices(g, q, k, v, Tensor(), keep, bias, row_max, row_sum, scores, scale, dropout, want_q, want_k,
+                         want_v, want_scores, path);
+}
+
+AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                                  const Tensor& weights_in, double scale, const DropoutMask& dropout, bool want_q,
+                                  bool want_k, bool want_v, bool want_scores, AttentionPath path) {
+  // Shapes come from whichever operands were saved: q is needed only for dk, k only for dq.
+  const bool want_scores_path = want_q || want_k || want_scores;
+  // t is (B, H, length, D) with the weights' B and H.
+  const auto fits = [&](const Tensor& t, int64_t length) {
+    return t.defined() && t.dim() == 4 && t.shape()[0] == weights_in.shape()[0] &&
+           t.shape()[1] == weights_in.shape()[1] && t.shape()[2] == length;
+  };
+  const bool weights_ok = weights_in.defined() && weights_in.dim() == 4;
+  if (!weights_ok || !fits(g_in, weights_in.shape()[2]) || (want_q && !fits(k_in, weights_in.shape()[3])) ||
+      (want_k && !fits(q_in, weights_in.shape()[2])) ||
+      (want_scores_path && (!fits(v_in, weights_in.shape()[3]) || v_in.shape()[3] != g_in.shape()[3])) ||
+      (want_q && want_k && q_in.shape()[3] != k_in.shape()[3])) {
+    throw std::invalid_argument(std::string(kOp) + "_backward: gradient " + shape_or_undefined(g_in) +
+                                " or saved operands do not match the weights " + shape_or_undefined(weights_in));
+  }
+  return backward_slices(g_in, q_in, k_in, v_in, weights_in.contiguous(), Tensor(), Tensor(), Tensor(), Tensor(),
+                         weights_in.shape(), scale, dropout, want_q, want_k, want_v, want_scores, path);
+}
+
 }  // namespace ag::kernels
 
 namespace ag {
@@ -321,21 +408,25 @@ AttentionResult scaled_dot_product_attention(const Variable& q, const Variable& 
   kernels::AttentionForward f =
       kernels::attention_forward(q.value(), k.value(), v.value(), keep, bias_val, scale, mask);
 
-  // dq reads k, dk reads q; dq, dk and dbias all go through d scores, which reads v.
-  const bool gq = any_requires_grad({q}), gk = any_requires_grad({k});
-  const bool through_scores = gq || gk || any_requires_grad({bias});
+  // The weights come back from q, k, keep, bias and the row statistics; dq, dk and dbias all
+  // go through d scores, which reads v.
+  const bool through_scores = any_requires_grad({q, k, bias});
   const bool any = through_scores || any_requires_grad({v});
-  const Tensor q_saved = gk ? q.value() : Tensor();
-  const Tensor k_saved = gq ? k.value() : Tensor();
+  const Tensor q_saved = any ? q.value() : Tensor();
+  const Tensor k_saved = any ? k.value() : Tensor();
   const Tensor v_saved = through_scores ? v.value() : Tensor();
-  const Tensor weights = any ? f.weights : Tensor();
+  const Tensor keep_saved = any ? keep : Tensor();
+  const Tensor bias_saved = any ? bias_val : Tensor();
+  const Tensor row_max = any ? std::move(f.row_max) : Tensor();
+  const Tensor row_sum = any ? std::move(f.row_sum) : Tensor();
   const Shape bias_shape = bias.defined() ? bias.shape() : Shape();
   Variable output = make_result(
       "scaled_dot_product_attention", std::move(f.output), {q, k, v, bias},
-      [q_saved, k_saved, v_saved, weights, scale, mask, bias_shape](const Tensor& g, GradSink& grads) {
-        kernels::AttentionGrads d = kernels::attention_backward(g, q_saved, k_saved, v_saved, weights, scale, mask,
-                                                                grads.wants(0), grads.wants(1), grads.wants(2),
-                                                                grads.wants(3));
+      [q_saved, k_saved, v_saved, keep_saved, bias_saved, row_max, row_sum, scale, mask,
+       bias_shape](const Tensor& g, GradSink& grads) {
+        kernels::AttentionGrads d =
+            kernels::attention_backward(g, q_saved, k_saved, v_saved, keep_saved, bias_saved, row_max, row_sum, scale,
+                                        mask, grads.wants(0), grads.wants(1), grads.wants(2), grads.wants(3));
         if (grads.wants(0)) grads.add(0, d.dq);
         if (grads.wants(1)) grads.add(1, d.dk);
         if (grads.wants(2)) grads.add(2, d.dv);

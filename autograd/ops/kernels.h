@@ -101,19 +101,34 @@ void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v
 enum class AttentionPath { automatic, blas, direct };
 // weights = softmax over keys of (scale * q k^T + bias) where keep != 0 (a row with no kept
 // key is all zero); output = (weights with `dropout` applied) v.
+// row_max, row_sum: the softmax statistics of each query row (softmax_row in core/vec_math.h):
+// the maximum of the masked scores and the sum of exp(score - max), -inf and 0 for a row with
+// no kept key. With q, k, keep and bias they give the weights back bit for bit, on the same path.
 struct AttentionForward {
-  Tensor output;   // (B, H, Tq, Dv)
-  Tensor weights;  // (B, H, Tq, Tk), before dropout
+  Tensor output;            // (B, H, Tq, Dv)
+  Tensor weights;           // (B, H, Tq, Tk), before dropout
+  Tensor row_max, row_sum;  // (B, H, Tq)
 };
 AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
                                    const Tensor& bias, double scale, const DropoutMask& dropout,
                                    AttentionPath path = AttentionPath::automatic);
-// g: (B, H, Tq, Dv), any strides. Reads q only for dk, k only for dq, v only for dq/dk/dscores.
-// dscores is the gradient of the pre-softmax scores (B, H, Tq, Tk), i.e. of an additive bias
-// before it is summed back to the bias's shape. Unwanted gradients stay undefined.
+// g: (B, H, Tq, Dv), any strides. dscores is the gradient of the pre-softmax scores
+// (B, H, Tq, Tk), i.e. of an additive bias before it is summed back to the bias's shape.
+// Unwanted gradients stay undefined.
 struct AttentionGrads {
   Tensor dq, dk, dv, dscores;
 };
+// What the op's backward uses: the weights of each (b, h) slice are recomputed into scratch
+// from q, k, keep, bias and the forward's row statistics (the same code as the forward's, so
+// the same bits when `path` is the forward's), never held as a (B, H, Tq, Tk) tensor. Reads q
+// and k always, v only for dq/dk/dscores.
+AttentionGrads attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& keep, const Tensor& bias, const Tensor& row_max,
+                                  const Tensor& row_sum, double scale, const DropoutMask& dropout, bool want_q,
+                                  bool want_k, bool want_v, bool want_scores,
+                                  AttentionPath path = AttentionPath::automatic);
+// The same maths from given weights (B, H, Tq, Tk): reads q only for dk, k only for dq, v only
+// for dq/dk/dscores. The tests hold the two equal bit for bit.
 AttentionGrads attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& weights, double scale, const DropoutMask& dropout, bool want_q,
                                   bool want_k, bool want_v, bool want_scores,
