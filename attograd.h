@@ -35,6 +35,7 @@
 #include "attograd/layers/sequential.h"
 #include "attograd/layers/sublayer.h"
 #include "attograd/layers/transformer.h"
+#include "attograd/layers/transformer_decoder.h"
 
 // models: complete networks
 #include "attograd/models/generate.h"
@@ -57,3 +58,4 @@
 #include "attograd/train/tasks.h"
 #include "attograd/train/text.h"
 #include "attograd/train/trainer.h"
+#include "attograd/train/update.h"

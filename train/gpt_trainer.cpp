@@ -95,33 +95,13 @@ GPTTrainer::GPTTrainer(GPT& model, Tokenizer tokenizer, const std::vector<int64_
   }
   if (prompt_.empty() || static_cast<int64_t>(prompt_.size()) > m.block_size) prompt_ = {data_.train.front()};
   optimizer_ = std::make_unique<AdamW>(params_, AdamWOptions{.lr = options_.lr, .weight_decay = options_.weight_decay});
+  guard_ = {.trainer = "GPTTrainer", .peak_lr = options_.lr, .clip_norm = options_.clip_norm,
+            .warmup_steps = options_.warmup_steps, .vocab = model_.options().vocab,
+            .checkpoint_path = outputs_.checkpoint_path};
   set_num_threads(options_.threads);
 }
 
 GPTTrainer::~GPTTrainer() = default;
-
-double GPTTrainer::divergence_limit() const {
-  const double uniform = std::log(static_cast<double>(model_.options().vocab));
-  return kDivergenceFactor * std::max(first_loss_, uniform);
-}
-
-void GPTTrainer::diverged(int64_t update, const std::string& what, double grad_norm, double lr) const {
-  std::ostringstream os;
-  os << "GPTTrainer: training diverged at update " << update << ": " << what << ", gradient norm " << grad_norm
-     << ", learning rate " << lr << ". Likely causes: a learning rate too high for this model (lr " << options_.lr
-     << "), too short a warm-up (warmup_steps " << options_.warmup_steps << "), "
-     << (options_.clip_norm > 0 ? "a clipping norm too large (clip_norm " + format_number(options_.clip_norm) + ")"
-                                : std::string("no gradient clipping (clip_norm 0)"))
-     << ". This update was not applied and nothing was saved after it; ";
-  if (outputs_.checkpoint_path.empty()) {
-    os << "this run writes no checkpoint";
-  } else if (last_saved_step_ >= 0) {
-    os << "the checkpoint '" << outputs_.checkpoint_path << "' keeps step " << last_saved_step_ << ", the last good state";
-  } else {
-    os << "no checkpoint was saved before it";
-  }
-  throw TrainingDiverged(os.str());
-}
 
 StepResult GPTTrainer::train_step() {
   const int64_t update = step_ + 1;
@@ -133,23 +113,7 @@ StepResult GPTTrainer::train_step() {
   optimizer_->zero_grad();
   // logits (B, T, V) against targets (B, T): the mean over B*T next-token predictions.
   const Variable loss = cross_entropy(model_(batch.inputs), batch.targets);
-  StepResult r;
-  r.loss = loss.item();
-  r.lr = schedule_.at(step_);
-  // Backward first so that a diverged step's message has its gradient norm; nothing is applied
-  // before every check has passed.
-  loss.backward();
-  r.grad_norm = options_.clip_norm > 0 ? clip_grad_norm(params_, options_.clip_norm) : grad_norm(params_);
-  if (!std::isfinite(r.loss)) diverged(update, "the loss is " + format_number(r.loss), r.grad_norm, r.lr);
-  if (first_loss_ == 0) first_loss_ = r.loss;
-  if (r.loss > divergence_limit()) {
-    diverged(update, "the loss " + format_number(r.loss) + " is above " + format_number(divergence_limit()) + " (" +
-                         format_number(kDivergenceFactor) + " times the starting loss)",
-             r.grad_norm, r.lr);
-  }
-  if (!std::isfinite(r.grad_norm)) diverged(update, "the gradient norm is " + format_number(r.grad_norm), r.grad_norm, r.lr);
-  optimizer_->set_lr(r.lr);
-  optimizer_->step();
+  const StepResult r = checked_update(loss, params_, *optimizer_, schedule_.at(step_), guard_, update);
   step_ = update;
   return r;
 }
@@ -197,8 +161,8 @@ GPTTrainSummary GPTTrainer::run() {
   const auto record = [&](const StepResult* last, double tokens_per_s) {
     summary.val_loss = evaluate();
     // Parameters that make the validation loss explode are not saved over the last good ones.
-    if (last != nullptr && !(summary.val_loss <= divergence_limit())) {
-      diverged(step_, "the validation loss after it is " + format_number(summary.val_loss), last->grad_norm, last->lr);
+    if (last != nullptr && !(summary.val_loss <= guard_.limit())) {
+      guard_.diverged(step_, "the validation loss after it is " + format_number(summary.val_loss), last->grad_norm, last->lr);
     }
     MetricsRow row;
     row.step = step_;
@@ -219,7 +183,7 @@ GPTTrainSummary GPTTrainer::run() {
     }
     if (last != nullptr && !outputs_.checkpoint_path.empty()) {
       save_checkpoint(outputs_.checkpoint_path);
-      last_saved_step_ = step_;
+      guard_.last_saved_step = step_;
     }
     summary.sample = sample();
     if (display) {
@@ -270,7 +234,7 @@ GPTTrainSummary GPTTrainer::run() {
       record(&r, tokens_per_s);
     } else if (stop && !outputs_.checkpoint_path.empty()) {
       save_checkpoint(outputs_.checkpoint_path);
-      last_saved_step_ = step_;
+      guard_.last_saved_step = step_;
     }
     if (stop) {
       summary.interrupted = step_ < options_.steps;  // a stop at the very last update changes nothing

@@ -139,8 +139,6 @@ class GPTTrainer {
 
  private:
   std::map<std::string, std::string> metadata() const;
-  double divergence_limit() const;
-  [[noreturn]] void diverged(int64_t update, const std::string& what, double grad_norm, double lr) const;
 
   GPT& model_;
   Tokenizer tokenizer_;
@@ -157,8 +155,7 @@ class GPTTrainer {
   bool resumed_ = false;
   double window_loss_sum_ = 0;
   int64_t window_steps_ = 0;
-  double first_loss_ = 0;
-  int64_t last_saved_step_ = -1;
+  DivergenceGuard guard_;  // the starting loss, the last saved step, what a divergence message says
   RunClock clock_;  // the run's wall time, earlier sessions included
   std::atomic<bool> stop_requested_{false};
 };

@@ -67,7 +67,7 @@ std::map<std::string, std::string> GPTTrainer::metadata() const {
   loop.window_loss_sum = window_loss_sum_;
   loop.window_steps = window_steps_;
   loop.elapsed_s = clock_.total_s();
-  loop.first_loss = first_loss_;
+  loop.first_loss = guard_.first_loss;
   return {{"model_kind", kGPTModelKind},
           {"gpt", gpt_options_to_json(model_.options())},
           {"tokenizer", tokenizer_.to_json()},
@@ -105,8 +105,8 @@ void GPTTrainer::resume(const std::string& path) {
   window_loss_sum_ = loop.window_loss_sum;
   window_steps_ = loop.window_steps;
   clock_.set_earlier_s(loop.elapsed_s);
-  first_loss_ = loop.first_loss;
-  last_saved_step_ = step_;
+  guard_.first_loss = loop.first_loss;
+  guard_.last_saved_step = step_;
   resumed_ = true;
 }
 

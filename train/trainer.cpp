@@ -79,29 +79,6 @@ Indices row_range(const Indices& x, int64_t begin, int64_t rows) {
 
 }  // namespace
 
-double Trainer::divergence_limit() const {
-  const double uniform = std::log(static_cast<double>(task_.options().vocab_size));
-  return kDivergenceFactor * std::max(first_loss_, uniform);
-}
-
-void Trainer::diverged(int64_t update, const std::string& what, double grad_norm, double lr) const {
-  std::ostringstream os;
-  os << "training diverged at update " << update << ": " << what << ", gradient norm " << grad_norm;
-  os << ", learning rate " << lr << ". Likely causes: a learning rate too high for this model (lr " << options_.lr
-     << "), too short a warm-up (warmup_steps " << options_.warmup_steps << "), "
-     << (options_.clip_norm > 0 ? "a clipping norm too large (clip_norm " + format_number(options_.clip_norm) + ")"
-                                : std::string("no gradient clipping (clip_norm 0)"))
-     << ". This update was not applied; ";
-  if (outputs_.checkpoint_path.empty()) {
-    os << "no checkpoint is written by this run";
-  } else if (last_saved_step_ >= 0) {
-    os << "the checkpoint '" << outputs_.checkpoint_path << "' keeps step " << last_saved_step_ << ", the last good state";
-  } else {
-    os << "no checkpoint was saved before it";
-  }
-  throw TrainingDiverged("Trainer: " + os.str());
-}
-
 Trainer::Trainer(SequenceModel& model, const TaskOptions& task, const TrainerOptions& options, TrainerOutputs outputs)
     : model_(model),
       task_(task),
@@ -121,6 +98,8 @@ Trainer::Trainer(SequenceModel& model, const TaskOptions& task, const TrainerOpt
   }
   optimizer_ = make_optimizer(params_, options_);
   eval_rows_ = eval_rows_for(m, task, eval_task_.options().batch_size);
+  guard_ = {.trainer = "Trainer", .peak_lr = options_.lr, .clip_norm = options_.clip_norm,
+            .warmup_steps = options_.warmup_steps, .vocab = task.vocab_size, .checkpoint_path = outputs_.checkpoint_path};
   set_num_threads(options_.threads);
 }
 
@@ -134,23 +113,7 @@ StepResult Trainer::train_step() {
   optimizer_->zero_grad();
   // logits: (B, T, V), targets: (B, T)
   const Variable loss = cross_entropy(model_(batch.inputs), batch.targets);
-  StepResult r;
-  r.loss = loss.item();
-  r.lr = schedule_.at(step_);
-  // Backward runs before the checks so that a diverged step's message can give its gradient
-  // norm too; nothing is applied until all three have passed.
-  loss.backward();
-  r.grad_norm = options_.clip_norm > 0 ? clip_grad_norm(params_, options_.clip_norm) : grad_norm(params_);
-  if (!std::isfinite(r.loss)) diverged(update, "the loss is " + format_number(r.loss), r.grad_norm, r.lr);
-  if (first_loss_ == 0) first_loss_ = r.loss;
-  if (r.loss > divergence_limit()) {
-    diverged(update, "the loss " + format_number(r.loss) + " is more than " + format_number(kDivergenceFactor) +
-                         " times the run's starting loss " + format_number(divergence_limit() / kDivergenceFactor),
-             r.grad_norm, r.lr);
-  }
-  if (!std::isfinite(r.grad_norm)) diverged(update, "the gradient norm is " + format_number(r.grad_norm), r.grad_norm, r.lr);
-  optimizer_->set_lr(r.lr);
-  optimizer_->step();
+  const StepResult r = checked_update(loss, params_, *optimizer_, schedule_.at(step_), guard_, update);
   step_ = update;
   return r;
 }
@@ -202,9 +165,9 @@ TrainSummary Trainer::run() {
     have_eval = true;
     // Parameters that make the held-out loss explode are not saved over the last good ones.
     const double eval_loss = summary.eval.loss();
-    if (last != nullptr && !(eval_loss <= divergence_limit())) {
-      diverged(step_, "the held-out loss after it is " + format_number(eval_loss) + " (the limit is " +
-                          format_number(divergence_limit()) + ")",
+    if (last != nullptr && !(eval_loss <= guard_.limit())) {
+      guard_.diverged(step_, "the held-out loss after it is " + format_number(eval_loss) + " (the limit is " +
+                          format_number(guard_.limit()) + ")",
                last->grad_norm, last->lr);
     }
     MetricsRow row;
@@ -227,7 +190,7 @@ TrainSummary Trainer::run() {
     }
     if (last != nullptr && !outputs_.checkpoint_path.empty()) {
       save_checkpoint(outputs_.checkpoint_path);
-      last_saved_step_ = step_;
+      guard_.last_saved_step = step_;
     }
     info.token_acc = row.token_acc;
     info.seq_acc = row.seq_acc;
@@ -266,7 +229,7 @@ TrainSummary Trainer::run() {
       summary.reached_target = record(&r, tokens_per_s).seq_acc >= options_.target_seq_acc;
     } else if (stop && !outputs_.checkpoint_path.empty()) {
       save_checkpoint(outputs_.checkpoint_path);
-      last_saved_step_ = step_;
+      guard_.last_saved_step = step_;
     }
     if (display) {
       info.step = step_;

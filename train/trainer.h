@@ -42,6 +42,7 @@
 #include "attograd/train/run_clock.h"
 #include "attograd/train/schedule.h"
 #include "attograd/train/tasks.h"
+#include "attograd/train/update.h"
 
 namespace ag {
 
@@ -99,21 +100,6 @@ struct TrainerOutputs {
   std::function<void(int64_t step, double loss)> on_step;  // after every update, e.g. to record losses
 };
 
-// A run whose loss or gradient stopped being usable: a non-finite loss or gradient norm, or a
-// loss above kDivergenceFactor times the run's starting loss (the first update's loss, or ln V
-// if that is larger). Thrown before the update is applied and before such parameters are saved.
-class TrainingDiverged : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-inline constexpr double kDivergenceFactor = 10;
-
-struct StepResult {
-  double loss = 0;       // of the batch, before the update
-  double grad_norm = 0;  // before clipping
-  double lr = 0;         // used by the update
-};
-
 struct TrainSummary {
   int64_t steps = 0;            // updates done, resumed ones included
   int64_t steps_this_run = 0;
@@ -163,8 +149,6 @@ class Trainer {
 
  private:
   std::map<std::string, std::string> metadata() const;
-  double divergence_limit() const;
-  [[noreturn]] void diverged(int64_t update, const std::string& what, double grad_norm, double lr) const;
 
   SequenceModel& model_;
   SequenceTask task_;
@@ -180,8 +164,7 @@ class Trainer {
   // The current metrics window (since the last evaluation) and the time before this session.
   double window_loss_sum_ = 0;
   int64_t window_steps_ = 0;
-  double first_loss_ = 0;          // the run's first training loss (0 before the first update)
-  int64_t last_saved_step_ = -1;   // the step in the checkpoint file, -1 before the first save
+  DivergenceGuard guard_;  // the starting loss, the last saved step, what a divergence message says
   RunClock clock_;  // the run's wall time, earlier sessions included
   std::atomic<bool> stop_requested_{false};
 };

@@ -36,7 +36,7 @@ std::map<std::string, std::string> Trainer::metadata() const {
   loop.window_loss_sum = window_loss_sum_;
   loop.window_steps = window_steps_;
   loop.elapsed_s = clock_.total_s();
-  loop.first_loss = first_loss_;
+  loop.first_loss = guard_.first_loss;
   return {{"model", sequence_model_options_to_json(model_.options())},
           {"task", task_options_to_json(task_.options())},
           {"trainer", trainer_options_to_json(options_)},
@@ -86,8 +86,8 @@ void Trainer::resume(const std::string& path) {
   window_loss_sum_ = loop.window_loss_sum;
   window_steps_ = loop.window_steps;
   clock_.set_earlier_s(loop.elapsed_s);
-  first_loss_ = loop.first_loss;
-  last_saved_step_ = step_;
+  guard_.first_loss = loop.first_loss;
+  guard_.last_saved_step = step_;
   resumed_ = true;
 }
 
