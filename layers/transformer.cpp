@@ -5,10 +5,11 @@
 #include <string>
 
 #include "attograd/autograd/ops.h"
+#include "attograd/layers/transformer_slots.h"
 
 namespace ag {
 
-namespace {
+namespace transformer_detail {
 
 MultiHeadAttentionOptions attention_options(const TransformerBlockOptions& o) {
   MultiHeadAttentionOptions a;
@@ -22,6 +23,8 @@ MultiHeadAttentionOptions attention_options(const TransformerBlockOptions& o) {
   a.temperature = o.temperature;
   return a;
 }
+
+namespace {
 
 std::unique_ptr<Sublayer> default_feed_forward(const TransformerBlockOptions& o) {
   return std::make_unique<PositionwiseFeedForward>(
@@ -47,6 +50,25 @@ std::unique_ptr<Sublayer> slot_layer(const SublayerFactory& factory,
   return layer;
 }
 
+}  // namespace
+
+std::unique_ptr<Sublayer> feed_forward_slot(const TransformerBlockOptions& o, const std::string& owner) {
+  return slot_layer(o.make_ff, default_feed_forward, o, owner, "ff");
+}
+
+std::unique_ptr<Sublayer> norm_slot(const TransformerBlockOptions& o, const std::string& owner, const char* slot) {
+  return slot_layer(o.make_norm, default_norm, o, owner, slot);
+}
+
+}  // namespace transformer_detail
+
+namespace {
+
+using transformer_detail::attention_options;
+using transformer_detail::feed_forward_slot;
+using transformer_detail::norm_slot;
+using transformer_detail::residual;
+
 std::string block_name(const TransformerBlockOptions& o) {
   return o.norm_first ? "TransformerBlock(pre-norm)" : "TransformerBlock(post-norm)";
 }
@@ -56,11 +78,9 @@ std::string block_name(const TransformerBlockOptions& o) {
 TransformerBlock::TransformerBlock(const TransformerBlockOptions& options)
     : options_(options),
       attn_(register_module("attn", std::make_unique<MultiHeadAttention>(attention_options(options)))),
-      ff_(register_module("ff", slot_layer(options.make_ff, default_feed_forward, options, block_name(options), "ff"))),
-      norm1_(register_module("norm1",
-                             slot_layer(options.make_norm, default_norm, options, block_name(options), "norm1"))),
-      norm2_(register_module("norm2",
-                             slot_layer(options.make_norm, default_norm, options, block_name(options), "norm2"))),
+      ff_(register_module("ff", feed_forward_slot(options, block_name(options)))),
+      norm1_(register_module("norm1", norm_slot(options, block_name(options), "norm1"))),
+      norm2_(register_module("norm2", norm_slot(options, block_name(options), "norm2"))),
       dropout1_(register_module("dropout1", std::make_unique<Dropout>(options.dropout))),
       dropout2_(register_module("dropout2", std::make_unique<Dropout>(options.dropout))) {}
 
@@ -71,15 +91,11 @@ Variable TransformerBlock::forward(const Variable& x, const AttentionMask& mask,
   }
   // Each slot's output shape is checked, naming the slot: a layer that changed it would
   // otherwise be broadcast silently into the residual sum.
-  const auto apply_ff = [&](const Variable& v) { return apply_sublayer(ff_, v, *this, "ff"); };
-  const auto apply_norm1 = [&](const Variable& v) { return apply_sublayer(norm1_, v, *this, "norm1"); };
-  const auto apply_norm2 = [&](const Variable& v) { return apply_sublayer(norm2_, v, *this, "norm2"); };
-  if (options_.norm_first) {
-    const Variable h = x + dropout1_(attn_.forward(apply_norm1(x), mask, bias).output);
-    return h + dropout2_(apply_ff(apply_norm2(h)));
-  }
-  const Variable h = apply_norm1(x + dropout1_(attn_.forward(x, mask, bias).output));
-  return apply_norm2(h + dropout2_(apply_ff(h)));
+  const bool pre = options_.norm_first;
+  const Variable h = residual(pre, x, norm1_, dropout1_, *this, "norm1",
+                              [&](const Variable& v) { return attn_.forward(v, mask, bias).output; });
+  return residual(pre, h, norm2_, dropout2_, *this, "norm2",
+                  [&](const Variable& v) { return apply_sublayer(ff_, v, *this, "ff"); });
 }
 
 std::string TransformerBlock::name() const { return block_name(options_); }
@@ -92,7 +108,7 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& options)
   }
   for (int64_t i = 0; i < options.n_layers; ++i) blocks_.push_back(std::make_unique<TransformerBlock>(options.block));
   if (options.block.norm_first) {
-    norm_ = &register_module("norm", slot_layer(options.block.make_norm, default_norm, options.block, name(), "norm"));
+    norm_ = &register_module("norm", norm_slot(options.block, name(), "norm"));
   }
 }
 
