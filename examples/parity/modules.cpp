@@ -11,6 +11,7 @@
 #include "attograd/layers/layer_norm.h"
 #include "attograd/layers/linear.h"
 #include "attograd/layers/transformer.h"
+#include "attograd/layers/transformer_decoder.h"
 
 namespace ag::parity {
 
@@ -217,6 +218,41 @@ ModuleRun run_transformer_encoder(const Fixture& f) {
   return run;
 }
 
+// tgt (B, T, d_model) and memory (B, S, d_memory): the fixture's masks (causal,
+// mask.key_padding_lengths, mask.keep) are the target's self-attention mask over (B, ., T, T);
+// mask.memory_key_padding_lengths (I64, (B)) is the cross-attention's over (B, ., T, S).
+ModuleRun run_transformer_decoder_layer(const Fixture& f) {
+  const Config& c = f.config();
+  TransformerDecoderLayerOptions o;
+  o.block = block_options(f, c.object("block"), "config.block.");
+  o.d_memory = c.integer("d_memory", o.d_memory);
+  ModuleRun run;
+  auto m = build<TransformerDecoderLayer>(f, o);
+  const Variable tgt = input(f, "tgt", run), memory = input(f, "memory", run);
+  if (tgt.dim() != 3 || memory.dim() != 3 || tgt.shape()[0] != memory.shape()[0]) {
+    f.fail("input.tgt " + tgt.shape().str() + " and input.memory " + memory.shape().str() +
+           " must be (B, T, d_model) and (B, S, d_memory)");
+  }
+  const int64_t B = tgt.shape()[0], T = tgt.shape()[1], S = memory.shape()[1];
+  const AttentionMask tgt_mask = read_mask(f, B, T, T);
+  AttentionMask memory_mask;
+  if (f.has("mask.memory_key_padding_lengths")) {
+    const Indices lengths = f.indices("mask.memory_key_padding_lengths");
+    if (lengths.shape != Shape{B}) {
+      f.fail("mask.memory_key_padding_lengths " + lengths.shape.str() + " must hold one length per batch element (" +
+             std::to_string(B) + ")");
+    }
+    try {
+      memory_mask = AttentionMask::key_padding(lengths, S);
+    } catch (const std::invalid_argument& e) {
+      f.fail(std::string("bad memory mask: ") + e.what());
+    }
+  }
+  run.output = m->forward(tgt, memory, tgt_mask, memory_mask);
+  run.module = std::move(m);
+  return run;
+}
+
 }  // namespace
 
 void prepare(Module& module, const Fixture& f) {
@@ -256,8 +292,8 @@ AttentionMask read_mask(const Fixture& f, int64_t B, int64_t Tq, int64_t Tk) {
 const std::vector<std::string>& supported_modules() {
   static const std::vector<std::string> names = {
       "Linear", "LayerNorm", "Softmax", "Embedding", "PositionwiseFeedForward", "ScaledDotProductAttention",
-      "MultiHeadAttention", "TransformerBlock", "TransformerEncoder", "SequenceModel", "TrainingRun",
-      "GPT", "GPTTrainingRun"};
+      "MultiHeadAttention", "TransformerBlock", "TransformerEncoder", "TransformerDecoderLayer", "SequenceModel",
+      "TrainingRun", "GPT", "GPTTrainingRun"};
   return names;
 }
 
@@ -272,6 +308,7 @@ ModuleRun run_module(const Fixture& f) {
   if (m == "MultiHeadAttention") return run_multi_head_attention(f);
   if (m == "TransformerBlock") return run_transformer_block(f);
   if (m == "TransformerEncoder") return run_transformer_encoder(f);
+  if (m == "TransformerDecoderLayer") return run_transformer_decoder_layer(f);
   if (m == "SequenceModel") return run_sequence_model(f);
   if (m == "GPT") return run_gpt(f);
   std::string known;

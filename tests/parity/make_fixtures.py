@@ -31,7 +31,7 @@ from torch import nn  # noqa: E402
 from torch_reference import (  # noqa: E402
     MultiHeadAttention, PositionwiseFeedForward, ScaledDotProductAttention, SequenceModel, TransformerBlock,
     TransformerEncoder, block_args, check_block_against_torch, check_mha_against_torch, cross_entropy,
-    save_safetensors)
+    decoder_layer_named, save_safetensors)
 from torch_gpt import GPT as TorchGPT, attograd_named, check_gpt_against_torch  # noqa: E402
 
 torch.set_num_threads(1)
@@ -378,6 +378,41 @@ def encoder_cases():
         yield case
 
 
+def decoder_layer_cases():
+    """nn.TransformerDecoderLayer itself (post-norm, batch_first), exported under attograd's names:
+    a causal target mask with the target's padding, the memory's padding for cross-attention,
+    lengths from 1 to the maximum on both sides. Every query sees a key, so no NaN arises."""
+    for name, dtype, mode, dropout in (("decoder_layer_post_norm_f64", torch.float64, "eval", 0.1),
+                                       ("decoder_layer_post_norm_f32", torch.float32, "train", 0.0)):
+        block = {**BLOCK_DEFAULTS, "d_model": 8, "n_head": 2, "d_ff": 12, "dropout": dropout}
+        cfg = {"block": block, "d_memory": 0}
+        case = Case(name, "TransformerDecoderLayer", cfg, dtype, mode,
+                    twin="torch.nn.TransformerDecoderLayer(batch_first=True); in_proj rows are w_q, w_k, w_v")
+        layer = case.randomize(nn.TransformerDecoderLayer(8, 2, 12, dropout=dropout, batch_first=True))
+        layer.train(mode == "train")
+        B, T, S = 3, 5, 6
+        tgt, memory = case.leaf(B, T, 8), case.leaf(B, S, 8)
+        tgt_lengths, memory_lengths = [5, 1, 3], [2, 6, 1]
+        keep_from(case, causal=True, lengths=tgt_lengths, B=B, Tq=T, Tk=T)  # records causal + lengths
+        case.add("mask.memory_key_padding_lengths", torch.tensor(memory_lengths, dtype=torch.int64))
+        causal = torch.ones(T, T, dtype=torch.bool).triu(1)  # True = not allowed
+        tgt_pad = torch.arange(T).reshape(1, T) >= torch.tensor(tgt_lengths).reshape(-1, 1)
+        memory_pad = torch.arange(S).reshape(1, S) >= torch.tensor(memory_lengths).reshape(-1, 1)
+        for k, v in decoder_layer_named(layer):
+            case.add("param." + k, v)
+        case.add("input.tgt", tgt)
+        case.add("input.memory", memory)
+        out = layer(tgt, memory, tgt_mask=causal, tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=memory_pad)
+        if not torch.isfinite(out).all():
+            sys.exit(f"make_fixtures: {name} has a query that sees no key")
+        case.backward(out, layer, [])
+        for k, v in decoder_layer_named(layer, grads=True):
+            case.add("expect.grad.param." + k, v)
+        case.add("expect.grad.input.tgt", tgt.grad)
+        case.add("expect.grad.input.memory", memory.grad)
+        yield case
+
+
 def model_config(**overrides):
     cfg = {"vocab": 7, "max_len": 6, "d_model": 8, "n_head": 2, "d_ff": 12, "n_layers": 2, "norm_first": True,
            "dropout": 0.0, "positional": "learned"}
@@ -509,7 +544,8 @@ def gpt_training_cases():
 
 
 CASES = [linear_cases, layer_norm_cases, softmax_cases, embedding_cases, feed_forward_cases, sdpa_cases,
-         attention_cases, block_cases, encoder_cases, model_cases, training_cases, gpt_cases, gpt_training_cases]
+         attention_cases, block_cases, encoder_cases, decoder_layer_cases, model_cases, training_cases, gpt_cases,
+         gpt_training_cases]
 
 
 def main():

@@ -232,3 +232,28 @@ def check_block_against_torch(ref, x, keep, config):
     B, T = x.shape[0], x.shape[1]
     hidden = None if keep is None else ~keep.expand(B, config["n_head"], T, T).reshape(B * config["n_head"], T, T)
     close(layer(x, src_mask=hidden), ref(x, keep), "TransformerBlock output")
+
+
+# ---------------------------------------------------------------- PyTorch's decoder layer under attograd's names
+
+def decoder_layer_named(layer, grads=False):
+    """(name, tensor) pairs of an nn.TransformerDecoderLayer under attograd's TransformerDecoderLayer
+    names, in attograd's order: in_proj_* rows [0, E), [E, 2E), [2E, 3E) are w_q, w_k, w_v,
+    out_proj is w_o, linear1 / linear2 are ff.linear1 / ff.linear2. With grads, their gradients."""
+    def value(p):
+        if not grads:
+            return p.detach()
+        return p.grad if p.grad is not None else torch.zeros_like(p)
+
+    out = []
+    for attn in ("self_attn", "multihead_attn"):
+        mha = getattr(layer, attn)
+        weights = value(mha.in_proj_weight).chunk(3)
+        biases = value(mha.in_proj_bias).chunk(3)
+        for proj, w, b in zip(("w_q", "w_k", "w_v"), weights, biases):
+            out += [(f"{attn}.{proj}.weight", w), (f"{attn}.{proj}.bias", b)]
+        out += [(f"{attn}.w_o.weight", value(mha.out_proj.weight)), (f"{attn}.w_o.bias", value(mha.out_proj.bias))]
+    for mine, theirs in (("ff.linear1", layer.linear1), ("ff.linear2", layer.linear2), ("norm1", layer.norm1),
+                         ("norm2", layer.norm2), ("norm3", layer.norm3)):
+        out += [(mine + ".weight", value(theirs.weight)), (mine + ".bias", value(theirs.bias))]
+    return out
