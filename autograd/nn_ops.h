@@ -78,8 +78,9 @@ struct AttentionOptions {
 // (B, H, T, D)): BLAS reads them in place. keep may have any dtype (nonzero = keep).
 struct AttentionResult {
   Variable output;
-  // (B, H, Tq, Tk) after masking and softmax, before dropout; not differentiable. Backward
-  // reads this same tensor: do not modify it in place.
+  // (B, H, Tq, Tk) after masking and softmax, before dropout; not differentiable. The backward
+  // does not read it (it recomputes the weights from q, k and per-row statistics), so the caller
+  // may keep, change or drop it.
   Tensor weights;
 };
 // Throws std::invalid_argument naming `op` and the three shapes unless q (B, H, Tq, Dk),
