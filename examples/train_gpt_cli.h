@@ -35,7 +35,7 @@ struct TrainGPTArgs {
   // the tokenizer.
   GPTOptions model{.vocab = 0, .block_size = 128, .d_model = 128, .n_head = 4, .n_layers = 4, .dropout = 0.0,
                    .bias = true};
-  // The step budget is what takes about four minutes on two cores (README).
+  // The step budget: about a minute on two quiet cores, a few on a busy machine (README).
   GPTTrainerOptions trainer = default_trainer();
   std::string save_path;    // empty: runs/gpt/ckpt.safetensors, or the resumed file itself
   std::string resume_path;
