@@ -45,6 +45,7 @@
 // train: losses, optimizers, schedules, data, the trainer, checkpoints
 #include "attograd/train/checkpoint.h"
 #include "attograd/train/clip.h"
+#include "attograd/train/communicator.h"
 #include "attograd/train/gpt_trainer.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/metrics_log.h"
