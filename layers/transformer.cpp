@@ -75,6 +75,15 @@ std::string block_name(const TransformerBlockOptions& o) {
 
 }  // namespace
 
+bool has_final_norm(FinalNorm final_norm, bool norm_first) {
+  switch (final_norm) {
+    case FinalNorm::if_pre_norm: return norm_first;
+    case FinalNorm::always: return true;
+    case FinalNorm::never: return false;
+  }
+  return norm_first;
+}
+
 TransformerBlock::TransformerBlock(const TransformerBlockOptions& options)
     : options_(options),
       attn_(register_module("attn", std::make_unique<MultiHeadAttention>(attention_options(options)))),
@@ -107,7 +116,7 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& options)
                                 std::to_string(options.n_layers));
   }
   for (int64_t i = 0; i < options.n_layers; ++i) blocks_.push_back(std::make_unique<TransformerBlock>(options.block));
-  if (options.block.norm_first) {
+  if (has_final_norm(options.final_norm, options.block.norm_first)) {
     norm_ = &register_module("norm", norm_slot(options.block, name(), "norm"));
   }
 }
@@ -119,7 +128,10 @@ Variable TransformerEncoder::forward(const Variable& x, const AttentionMask& mas
 }
 
 Sublayer& TransformerEncoder::norm() {
-  if (!norm_) throw std::logic_error("TransformerEncoder::norm: only pre-norm encoders (norm_first) have a final norm");
+  if (!norm_) {
+    throw std::logic_error("TransformerEncoder::norm: this encoder has no final norm (it has one with norm_first, "
+                           "or with final_norm = FinalNorm::always)");
+  }
   return *norm_;
 }
 

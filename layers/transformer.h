@@ -26,7 +26,8 @@
 //
 // TransformerEncoder: n_layers blocks under blocks.0, blocks.1, ...; with norm_first a final
 // norm `norm` follows (pre-norm blocks leave the residual stream unnormalised), built by the
-// block options' make_norm when it is set.
+// block options' make_norm when it is set. FinalNorm::always adds it after post-norm blocks
+// too, as nn.Transformer does; FinalNorm::never leaves it out.
 #pragma once
 
 #include <cstdint>
@@ -105,9 +106,19 @@ class TransformerBlock : public Module {
   Dropout& dropout2_;
 };
 
+// Whether a stack (TransformerEncoder, TransformerDecoder) ends with a norm of its own.
+enum class FinalNorm {
+  if_pre_norm,  // only after pre-norm layers, whose output is otherwise unnormalised
+  always,       // nn.Transformer's encoder and decoder: also after post-norm layers
+  never,
+};
+// True when a stack of layers with `norm_first` gets its final norm under `final_norm`.
+bool has_final_norm(FinalNorm final_norm, bool norm_first);
+
 struct TransformerEncoderOptions {
   int64_t n_layers = 0;
   TransformerBlockOptions block;  // every block alike
+  FinalNorm final_norm = FinalNorm::if_pre_norm;
 };
 
 class TransformerEncoder : public Module {
@@ -121,8 +132,9 @@ class TransformerEncoder : public Module {
   const TransformerEncoderOptions& options() const { return options_; }
   TransformerBlock& block(size_t i) { return blocks_[i]; }
   size_t size() const { return blocks_.size(); }
-  // Only with norm_first; throws std::logic_error otherwise.
+  // Only when it has a final norm (see FinalNorm); throws std::logic_error otherwise.
   Sublayer& norm();
+  bool has_norm() const { return norm_ != nullptr; }
   template <class L>
   L& norm_as() { return sublayer_as<L>(norm(), *this, "norm"); }
   std::string name() const override { return "TransformerEncoder"; }

@@ -92,7 +92,9 @@ TransformerDecoder::TransformerDecoder(const TransformerDecoderOptions& options)
     layers_.push_back(std::make_unique<TransformerDecoderLayer>(options.layer));
   }
   options_.layer = layers_[0].options();  // d_memory resolved
-  if (options.layer.block.norm_first) norm_ = &register_module("norm", norm_slot(options.layer.block, name(), "norm"));
+  if (has_final_norm(options.final_norm, options.layer.block.norm_first)) {
+    norm_ = &register_module("norm", norm_slot(options.layer.block, name(), "norm"));
+  }
 }
 
 Variable TransformerDecoder::forward(const Variable& tgt, const Variable& memory, const AttentionMask& tgt_mask,
@@ -103,7 +105,10 @@ Variable TransformerDecoder::forward(const Variable& tgt, const Variable& memory
 }
 
 Sublayer& TransformerDecoder::norm() {
-  if (!norm_) throw std::logic_error("TransformerDecoder::norm: only pre-norm decoders (norm_first) have a final norm");
+  if (!norm_) {
+    throw std::logic_error("TransformerDecoder::norm: this decoder has no final norm (it has one with norm_first, "
+                           "or with final_norm = FinalNorm::always)");
+  }
   return *norm_;
 }
 

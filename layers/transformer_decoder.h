@@ -31,7 +31,7 @@
 //
 // TransformerDecoder: n_layers layers under layers.0, layers.1, ... (nn.TransformerDecoder's
 // keys), each given the same memory and masks; with norm_first a final norm `norm` follows, as in
-// TransformerEncoder.
+// TransformerEncoder (final_norm chooses, as there).
 #pragma once
 
 #include <cstdint>
@@ -93,6 +93,7 @@ class TransformerDecoderLayer : public Module {
 struct TransformerDecoderOptions {
   int64_t n_layers = 0;
   TransformerDecoderLayerOptions layer;  // every layer alike
+  FinalNorm final_norm = FinalNorm::if_pre_norm;
 };
 
 class TransformerDecoder : public Module {
@@ -108,8 +109,9 @@ class TransformerDecoder : public Module {
   const TransformerDecoderOptions& options() const { return options_; }
   TransformerDecoderLayer& layer(size_t i) { return layers_[i]; }
   size_t size() const { return layers_.size(); }
-  // Only with norm_first; throws std::logic_error otherwise.
+  // Only when it has a final norm (see FinalNorm); throws std::logic_error otherwise.
   Sublayer& norm();
+  bool has_norm() const { return norm_ != nullptr; }
   std::string name() const override { return "TransformerDecoder"; }
 
  private:

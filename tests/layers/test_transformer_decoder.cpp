@@ -267,6 +267,24 @@ BOOST_AUTO_TEST_CASE(stacks_layers_under_pytorch_names_and_adds_a_final_norm_for
                        "TransformerDecoder", "n_layers");
 }
 
+// nn.Transformer's stacks end with a norm after post-norm layers too: FinalNorm::always.
+BOOST_AUTO_TEST_CASE(final_norm_is_chosen_independently_of_norm_placement) {
+  manual_seed(90);
+  TransformerDecoder always({.n_layers = 1, .layer = small_decoder(false, 0.0), .final_norm = FinalNorm::always});
+  TransformerDecoder never({.n_layers = 1, .layer = small_decoder(true, 0.0), .final_norm = FinalNorm::never});
+  TransformerEncoder encoder({.n_layers = 1, .block = small_block(false, 0.0), .final_norm = FinalNorm::always});
+  BOOST_TEST(always.has_norm());
+  BOOST_TEST(!never.has_norm());
+  BOOST_TEST(encoder.has_norm());
+  BOOST_TEST(always.named_parameters().back().first == "norm.bias");
+  BOOST_TEST(encoder.named_parameters().back().first == "norm.bias");
+  AG_CHECK_THROWS_WITH(never.norm(), std::logic_error, "TransformerDecoder::norm", "FinalNorm::always");
+  always.to(DType::f64);
+  const Variable x(randn({2, 3, 8}, 91)), memory(randn({2, 4, kMemory}, 92));
+  const Tensor expected = always.norm()(always.layer(0)(x, memory, AttentionMask::causal(3))).value();
+  BOOST_TEST(max_abs_diff(always(x, memory, AttentionMask::causal(3)).value(), expected) < 1e-12);
+}
+
 BOOST_AUTO_TEST_CASE(gradcheck_pre_norm_train_and_post_norm_eval) {
   for (const bool norm_first : {true, false}) {
     manual_seed(78);
