@@ -40,6 +40,7 @@
 // models: complete networks
 #include "attograd/models/generate.h"
 #include "attograd/models/gpt.h"
+#include "attograd/models/seq2seq.h"
 #include "attograd/models/sequence_model.h"
 
 // train: losses, optimizers, schedules, data, the trainer, checkpoints
