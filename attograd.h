@@ -23,6 +23,7 @@
 #include "attograd/layers/attention.h"
 #include "attograd/layers/attention_mask.h"
 #include "attograd/layers/cached_attention.h"
+#include "attograd/layers/cached_decoder.h"
 #include "attograd/layers/check_layer.h"
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/embedding.h"
@@ -41,6 +42,7 @@
 #include "attograd/models/generate.h"
 #include "attograd/models/gpt.h"
 #include "attograd/models/seq2seq.h"
+#include "attograd/models/seq2seq_decode.h"
 #include "attograd/models/sequence_model.h"
 
 // train: losses, optimizers, schedules, data, the trainer, checkpoints
