@@ -293,7 +293,7 @@ const std::vector<std::string>& supported_modules() {
   static const std::vector<std::string> names = {
       "Linear", "LayerNorm", "Softmax", "Embedding", "PositionwiseFeedForward", "ScaledDotProductAttention",
       "MultiHeadAttention", "TransformerBlock", "TransformerEncoder", "TransformerDecoderLayer", "SequenceModel",
-      "TrainingRun", "GPT", "GPTTrainingRun"};
+      "TrainingRun", "GPT", "GPTTrainingRun", "Seq2Seq"};
   return names;
 }
 
@@ -311,6 +311,7 @@ ModuleRun run_module(const Fixture& f) {
   if (m == "TransformerDecoderLayer") return run_transformer_decoder_layer(f);
   if (m == "SequenceModel") return run_sequence_model(f);
   if (m == "GPT") return run_gpt(f);
+  if (m == "Seq2Seq") return run_seq2seq(f);
   std::string known;
   for (const std::string& name : supported_modules()) known += (known.empty() ? "" : ", ") + name;
   f.fail("unknown module '" + m + "' (supported: " + known + ")");

@@ -48,6 +48,8 @@ std::vector<TensorComparison> run_golden_adamw(const Fixture& fixture, const Nam
                                                const CrossEntropyOptions& loss_options);
 // GPT: ids -> logits; GPTTrainingRun: the GPT's loss at every AdamW step (gpt.cpp).
 ModuleRun run_gpt(const Fixture& fixture);
+// Seq2Seq: src, tgt and their lengths -> logits (seq2seq.cpp).
+ModuleRun run_seq2seq(const Fixture& fixture);
 std::vector<TensorComparison> run_gpt_training(const Fixture& fixture);
 
 }  // namespace ag::parity

@@ -33,6 +33,8 @@ from torch_reference import (  # noqa: E402
     TransformerEncoder, block_args, check_block_against_torch, check_mha_against_torch, cross_entropy,
     decoder_layer_named, save_safetensors)
 from torch_gpt import GPT as TorchGPT, attograd_named, check_gpt_against_torch  # noqa: E402
+from torch_seq2seq import (  # noqa: E402
+    Seq2Seq as TorchSeq2Seq, SeedsDecoderLayer, attograd_named as seq2seq_named, check_seeds_decoder_against_torch)
 
 torch.set_num_threads(1)
 
@@ -413,6 +415,69 @@ def decoder_layer_cases():
         yield case
 
 
+
+def seeds_decoder_cases():
+    """The hand-written decoder layer in the seeds' style (separate d_k / d_v, no bias), first
+    checked against nn.TransformerDecoderLayer where they can agree: memory of another width
+    (6) than the target (8), causal target mask with padding, memory padding."""
+    for dtype in (torch.float64, torch.float32):
+        check_seeds_decoder_against_torch(dtype)
+    for name, dtype, mode, dropout, norm_first in (("decoder_layer_seeds_pre_norm_f64", torch.float64, "eval", 0.1, True),
+                                                   ("decoder_layer_seeds_post_norm_f32", torch.float32, "train", 0.0,
+                                                    False)):
+        block = {**BLOCK_DEFAULTS, "d_model": 8, "n_head": 2, "d_ff": 12, "dropout": dropout, "norm_first": norm_first,
+                 "d_k": 3, "d_v": 5, "attn_bias": False, "ff_bias": False}
+        cfg = {"block": block, "d_memory": 6}
+        case = Case(name, "TransformerDecoderLayer", cfg, dtype, mode,
+                    twin="tests/parity/torch_seq2seq.py SeedsDecoderLayer")
+        layer = case.randomize(SeedsDecoderLayer(8, 2, 12, d_memory=6, d_k=3, d_v=5, attn_bias=False, ff_bias=False,
+                                                 norm_first=norm_first))
+        B, T, S = 3, 5, 4
+        tgt, memory = case.leaf(B, T, 8), case.leaf(B, S, 6)
+        memory_lengths = [4, 1, 2]
+        tgt_keep = keep_from(case, causal=True, lengths=[1, 5, 3], B=B, Tq=T, Tk=T)
+        case.add("mask.memory_key_padding_lengths", torch.tensor(memory_lengths, dtype=torch.int64))
+        memory_keep = (torch.arange(S).reshape(1, S) < torch.tensor(memory_lengths).reshape(-1, 1)).reshape(B, 1, 1, S)
+        standard_case(case, layer, [("tgt", tgt), ("memory", memory)],
+                      lambda: layer(tgt, memory, tgt_keep, memory_keep))
+        yield case
+
+
+def seq2seq_cases():
+    """torch.nn.Transformer (post-norm, batch_first) inside embeddings, a learned positional table
+    and a head: the whole Seq2Seq, logits and every gradient. Source lengths 1 to the maximum,
+    target lengths 1 to the maximum; f64 in eval mode with dropout set, f32 in train mode with
+    one shared table and a tied head."""
+    for name, dtype, mode, dropout, share in (("seq2seq_post_norm_f64", torch.float64, "eval", 0.1, False),
+                                              ("seq2seq_post_norm_shared_tied_f32", torch.float32, "train", 0.0,
+                                               True)):
+        cfg = {"src_vocab": 9, "tgt_vocab": 9 if share else 7, "max_len": 8, "d_model": 8, "n_head": 2, "d_ff": 12,
+               "n_encoder_layers": 2, "n_decoder_layers": 2, "dropout": dropout, "norm_first": False,
+               "positional": "learned", "share_embeddings": share, "tie_head": share, "scale_embeddings": True}
+        case = Case(name, "Seq2Seq", cfg, dtype, mode,
+                    twin="torch.nn.Transformer(batch_first=True) with embeddings * sqrt(d_model) + a learned table, "
+                         "and a head (tests/parity/torch_seq2seq.py)")
+        model = case.randomize(TorchSeq2Seq(cfg["src_vocab"], cfg["tgt_vocab"], cfg["max_len"], 8, 2, 12, 2, 2, dropout,
+                                            share_embeddings=share, tie_head=share))
+        model.train(mode == "train")
+        B, S, T = 3, 6, 5
+        src_lengths, tgt_lengths = [1, 6, 3], [5, 1, 3]
+        src = torch.randint(0, cfg["src_vocab"], (B, S), generator=case.gen)
+        tgt = torch.randint(0, cfg["tgt_vocab"], (B, T), generator=case.gen)
+        for k, v in seq2seq_named(model, share):
+            case.add("param." + k, v)
+        case.add("input.src", src)
+        case.add("input.tgt", tgt)
+        case.add("input.src_lengths", torch.tensor(src_lengths, dtype=torch.int64))
+        case.add("input.tgt_lengths", torch.tensor(tgt_lengths, dtype=torch.int64))
+        logits = model(src, src_lengths, tgt, tgt_lengths)
+        if not torch.isfinite(logits).all():
+            sys.exit(f"make_fixtures: {name} has a query that sees no key")
+        case.backward(logits, model, [])
+        for k, v in seq2seq_named(model, share, grads=True):
+            case.add("expect.grad.param." + k, v)
+        yield case
+
 def model_config(**overrides):
     cfg = {"vocab": 7, "max_len": 6, "d_model": 8, "n_head": 2, "d_ff": 12, "n_layers": 2, "norm_first": True,
            "dropout": 0.0, "positional": "learned"}
@@ -544,16 +609,23 @@ def gpt_training_cases():
 
 
 CASES = [linear_cases, layer_norm_cases, softmax_cases, embedding_cases, feed_forward_cases, sdpa_cases,
-         attention_cases, block_cases, encoder_cases, decoder_layer_cases, model_cases, training_cases, gpt_cases,
-         gpt_training_cases]
+         attention_cases, block_cases, encoder_cases, decoder_layer_cases, seeds_decoder_cases, seq2seq_cases,
+         model_cases, training_cases, gpt_cases, gpt_training_cases]
 
 
 def main():
+    """Every case, or with arguments only the cases whose names start with one of them (and then
+    nothing else is touched: another CPU may round old fixtures differently in the last bit)."""
+    prefixes = sys.argv[1:]
     os.makedirs(OUT_DIR, exist_ok=True)
     written = []
     for make in CASES:
         for case in make():
-            written.append(case.write())
+            if not prefixes or any(case.name.startswith(p) for p in prefixes):
+                written.append(case.write())
+    if prefixes:
+        print(f"make_fixtures: wrote {len(written)} fixtures: " + ", ".join(os.path.basename(p) for p in written))
+        return
     stale = set(os.listdir(OUT_DIR)) - {os.path.basename(p) for p in written}
     for name in sorted(stale):
         if name.endswith(".safetensors"):

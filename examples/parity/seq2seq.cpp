@@ -1,0 +1,74 @@
+// The Seq2Seq of models/seq2seq.h against torch.nn.Transformer with embeddings, positions and a
+// head around it (tests/parity/torch_seq2seq.py): module "Seq2Seq" compares the logits for
+// input.src / input.tgt with their lengths (input.src_lengths, input.tgt_lengths, I64 (B)) and
+// every parameter's gradient.
+#include <stdexcept>
+
+#include "attograd/models/seq2seq.h"
+#include "modules.h"
+
+namespace ag::parity {
+
+namespace {
+
+Seq2SeqOptions read_seq2seq_options(const Fixture& f, const Config& c) {
+  Seq2SeqOptions o;
+  o.src_vocab = c.integer("src_vocab");
+  o.tgt_vocab = c.integer("tgt_vocab", o.tgt_vocab);
+  o.max_len = c.integer("max_len");
+  o.d_model = c.integer("d_model");
+  o.n_head = c.integer("n_head");
+  o.d_ff = c.integer("d_ff", o.d_ff);
+  o.n_encoder_layers = c.integer("n_encoder_layers", o.n_encoder_layers);
+  o.n_decoder_layers = c.integer("n_decoder_layers", o.n_decoder_layers);
+  o.dropout = c.number("dropout", o.dropout);
+  o.norm_first = c.boolean("norm_first", o.norm_first);
+  const std::string activation = c.string("activation", "relu");
+  if (activation != "relu" && activation != "gelu") f.fail("config.activation '" + activation + "' is neither relu nor gelu");
+  o.activation = activation == "relu" ? Activation::relu : Activation::gelu;
+  try {
+    o.positional = parse_positional_kind(c.string("positional", positional_kind_name(o.positional)));
+  } catch (const std::invalid_argument& e) {
+    f.fail(std::string("config.positional: ") + e.what());
+  }
+  o.share_embeddings = c.boolean("share_embeddings", o.share_embeddings);
+  o.tie_head = c.boolean("tie_head", o.tie_head);
+  o.scale_embeddings = c.boolean("scale_embeddings", o.scale_embeddings);
+  f.require_comparable_dropout(o.dropout, "config.dropout");
+  return o;
+}
+
+std::vector<int64_t> lengths(const Fixture& f, const std::string& name, int64_t B) {
+  const Indices l = f.indices(name);
+  if (l.shape != Shape{B}) f.fail(name + " " + l.shape.str() + " must hold one length per batch element (" + std::to_string(B) + ")");
+  return l.data;
+}
+
+}  // namespace
+
+ModuleRun run_seq2seq(const Fixture& f) {
+  const Seq2SeqOptions o = read_seq2seq_options(f, f.config());
+  std::unique_ptr<Seq2Seq> m;
+  try {
+    m = std::make_unique<Seq2Seq>(o);
+  } catch (const std::invalid_argument& e) {
+    f.fail("config " + f.config().dump_all() + " is not a valid Seq2Seq: " + e.what());
+  }
+  prepare(*m, f);
+  const Indices src = f.indices("input.src"), tgt = f.indices("input.tgt");
+  if (src.shape.rank() != 2 || tgt.shape.rank() != 2) {
+    f.fail("input.src " + src.shape.str() + " and input.tgt " + tgt.shape.str() + " must be (B, S) and (B, T)");
+  }
+  const std::vector<int64_t> src_lengths = lengths(f, "input.src_lengths", src.shape[0]);
+  const std::vector<int64_t> tgt_lengths = lengths(f, "input.tgt_lengths", tgt.shape[0]);
+  ModuleRun run;
+  try {
+    run.output = m->forward(src, src_lengths, tgt, tgt_lengths);  // logits (B, T, tgt_vocab)
+  } catch (const std::invalid_argument& e) {
+    f.fail(std::string("the inputs do not fit the model: ") + e.what());
+  }
+  run.module = std::move(m);
+  return run;
+}
+
+}  // namespace ag::parity
