@@ -59,6 +59,7 @@
 #include "attograd/train/run_clock.h"
 #include "attograd/train/safetensors.h"
 #include "attograd/train/schedule.h"
+#include "attograd/train/seq2seq_tasks.h"
 #include "attograd/train/tasks.h"
 #include "attograd/train/text.h"
 #include "attograd/train/trainer.h"
