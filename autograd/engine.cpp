@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "attograd/autograd/grad_mode.h"
@@ -184,6 +185,7 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
       Tensor& dst = root.impl()->grad;
       if (!dst.defined()) dst = seed.clone();
       else kernels::add_(dst, seed);
+      if (root.impl()->grad_ready_hook) root.impl()->grad_ready_hook(root);
       continue;
     }
     const std::shared_ptr<Node>& node = root.grad_fn();
@@ -228,8 +230,24 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
     }
   }
 
+  // Leaves with a grad-ready hook: how many edges of this pass still lead to each. A leaf's
+  // gradient is final when the last node holding such an edge has run (or had nothing to send).
+  std::unordered_map<VariableImpl*, int64_t> unfinished;
+  for (const std::shared_ptr<Node>& n : order) {
+    for (const Edge& e : n->edges()) {
+      if (e.leaf && e.leaf->grad_ready_hook) ++unfinished[e.leaf.get()];
+    }
+  }
+  std::vector<std::shared_ptr<VariableImpl>> ready;
+
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node& node = **it;
+    if (!unfinished.empty()) {
+      // Collected before the node runs: release() drops its edges.
+      for (const Edge& e : node.edges_) {
+        if (e.leaf && e.leaf->grad_ready_hook && --unfinished[e.leaf.get()] == 0) ready.push_back(e.leaf);
+      }
+    }
     Tensor g = std::move(node.pending_);
     node.pending_ = Tensor();
     node.pending_borrowed_ = false;
@@ -250,6 +268,8 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
       }
     }
     if (!retain_graph) node.release();
+    for (const std::shared_ptr<VariableImpl>& leaf : ready) leaf->grad_ready_hook(Variable::from_impl(leaf));
+    ready.clear();
   }
   profiling::restart_clock();
 }

@@ -70,6 +70,16 @@ void Variable::zero_grad() {
   impl_->grad = Tensor();
 }
 
+Variable& Variable::set_grad_ready_hook(GradReadyHook hook) {
+  require_defined("set_grad_ready_hook");
+  if (impl_->grad_fn) {
+    throw std::logic_error("set_grad_ready_hook: '" + impl_->grad_fn->name() + "' produced this variable of shape " +
+                           shape().str() + "; only leaves have a final gradient to announce");
+  }
+  impl_->grad_ready_hook = std::move(hook);
+  return *this;
+}
+
 bool Variable::requires_grad() const { return impl_ && impl_->requires_grad; }
 
 Variable& Variable::set_requires_grad(bool requires_grad) {

@@ -35,6 +35,11 @@ namespace ag {
 class Node;
 struct Edge;
 struct VariableImpl;
+class Variable;
+
+// Called during backward() once a leaf's gradient for this pass is final: every node of the
+// pass that sends it a gradient has run. See Variable::set_grad_ready_hook.
+using GradReadyHook = std::function<void(const Variable& leaf)>;
 
 class Variable {
  public:
@@ -52,6 +57,14 @@ class Variable {
   void set_grad(Tensor grad);
   // Drops the gradient (the next backward starts it afresh), like PyTorch's set_to_none.
   void zero_grad();
+
+  // For leaves: `hook` runs inside every backward() that reaches this leaf, right after the
+  // last gradient of that pass has been added to grad(), while backward goes on with the other
+  // nodes (PyTorch's post-accumulate-grad hook). What it may do: read or hand off grad() (a
+  // data-parallel run starts summing it across processes there), not change the graph. It is
+  // not called for a leaf the pass does not reach. An exception from it leaves backward() as
+  // it came. An empty function removes the hook. std::logic_error on a non-leaf.
+  Variable& set_grad_ready_hook(GradReadyHook hook);
 
   bool requires_grad() const;
   // Only for leaves: op results require grad exactly when one of their inputs does.
@@ -93,6 +106,7 @@ struct VariableImpl {
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;  // null for leaves
   std::string name;
+  GradReadyHook grad_ready_hook;  // leaves only; see Variable::set_grad_ready_hook
 };
 
 // Where a node's backward puts the gradients of its inputs. Index i is the op's i-th input in
