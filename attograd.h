@@ -49,6 +49,7 @@
 #include "attograd/train/checkpoint.h"
 #include "attograd/train/clip.h"
 #include "attograd/train/communicator.h"
+#include "attograd/train/data_parallel.h"
 #include "attograd/train/gpt_trainer.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/metrics_log.h"

@@ -2,6 +2,11 @@
 // line (a UsageError exits 2 with a pointer to --help), --help, --version, --write-config (the
 // effective configuration, written atomically, then exit 0), then the run, whose exception
 // exits 1 with its message.
+//
+// Under mpirun (several processes) a rank that fails must not leave the others waiting in their
+// next collective: its error, or a non-zero status of its run, ends the whole job through
+// Communicator::abort, with the rank's message. Only rank 0 writes to stdout (see
+// print_on_root_only).
 #pragma once
 
 #include <exception>
@@ -11,10 +16,17 @@
 #include <vector>
 
 #include "attograd/train/atomic_file.h"
+#include "attograd/train/communicator.h"
 #include "attograd/train/outputs.h"
 #include "train_sequence_cli.h"
 
 namespace ag {
+
+// In a run over several processes, every rank but 0 discards what it writes to stdout: one
+// progress display, one summary. Errors still go to stderr from the rank that has them.
+inline void print_on_root_only(const Communicator& comm) {
+  if (!comm.is_root()) std::cout.rdbuf(nullptr);  // a stream without a buffer drops its output
+}
 
 // Args has help, version, overwrite, write_config_path and config_text, as TrainSequenceArgs and
 // TrainGPTArgs do.
@@ -38,13 +50,21 @@ int training_program_main(int argc, char** argv, const char* name, Args (*parse)
     return 0;
   }
   try {
-    if (args.write_config_path.empty()) return run(args);
+    if (args.write_config_path.empty()) {
+      const int status = run(args);
+      Communicator& comm = Communicator::world();
+      if (comm.size() > 1 && status != 0 && status != 130) {
+        comm.abort(program + ": the run ended with status " + std::to_string(status), status);
+      }
+      return status;
+    }
     prepare_outputs({{"--write-config", args.write_config_path, OutputKind::config}}, {.overwrite = args.overwrite});
     write_file_atomically(args.write_config_path, args.config_text);
     std::cout << "wrote the configuration to " << args.write_config_path << " (run it with --config "
               << args.write_config_path << ")\n";
     return 0;
   } catch (const std::exception& e) {
+    if (Communicator& comm = Communicator::world(); comm.size() > 1) comm.abort(program + ": error: " + e.what(), 1);
     std::cerr << program << ": error: " << e.what() << "\n";
     return 1;
   }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "attograd/core/rng.h"
+#include "attograd/train/communicator.h"
 #include "attograd/train/gpt_trainer.h"
 #include "attograd/train/outputs.h"
 #include "attograd/train/progress.h"
@@ -53,6 +54,8 @@ std::string describe(const std::string& data, const Tokenizer& tok, const TextSp
 }
 
 int run(const TrainGPTArgs& args) {
+  Communicator& comm = Communicator::world();  // under mpirun: this rank of a data-parallel run
+  print_on_root_only(comm);
   GPTOptions model_options = args.model;
   GPTTrainerOptions trainer_options = args.trainer;
   const std::string data_name = args.data_path.empty() ? std::string(kFortunesDir) : args.data_path;
@@ -70,6 +73,7 @@ int run(const TrainGPTArgs& args) {
     tokenizer = args.tokenizer == "char" ? Tokenizer::characters(text) : Tokenizer::bytes();
     model_options.vocab = tokenizer.vocab_size();
   }
+  trainer_options.communicator = &comm;
   const std::vector<int64_t> tokens = tokenizer.encode(text);
   if (static_cast<int64_t>(tokens.size()) < model_options.block_size + 1) {
     std::cerr << "train_gpt: --data '" << data_name << "': the text is " << tokens.size()
@@ -83,10 +87,17 @@ int run(const TrainGPTArgs& args) {
   outputs.log_path = args.log_path;
   outputs.plot_path = args.plot_path;
   // Before anything is trained: every output can be written, and none destroys a file of the user's.
-  prepare_outputs({{"--save", outputs.checkpoint_path, OutputKind::checkpoint},
-                   {"--log", outputs.log_path, OutputKind::metrics_log},
-                   {"--plot", outputs.plot_path, OutputKind::plot}},
-                  {.resume = args.resume_path, .overwrite = args.overwrite});
+  // Over several processes rank 0 alone writes them; the others only train and evaluate.
+  if (comm.is_root()) {
+    prepare_outputs({{"--save", outputs.checkpoint_path, OutputKind::checkpoint},
+                     {"--log", outputs.log_path, OutputKind::metrics_log},
+                     {"--plot", outputs.plot_path, OutputKind::plot}},
+                    {.resume = args.resume_path, .overwrite = args.overwrite});
+  } else {
+    outputs.checkpoint_path.clear();
+    outputs.log_path.clear();
+    outputs.plot_path.clear();
+  }
   std::ostringstream title;
   title << "GPT on " << std::filesystem::path(data_name).filename().string() << ": " << model_options.n_layers
         << " layers, d_model " << model_options.d_model << ", context " << model_options.block_size << ", lr "
@@ -119,6 +130,7 @@ int run(const TrainGPTArgs& args) {
   if (s.elapsed_s > s.run_s + 0.05) std::cout << ", " << format_duration(s.elapsed_s) << " over all sessions";
   std::cout << std::fixed << std::setprecision(4) << "\nfinal train loss " << s.train_loss << ", validation loss "
             << s.val_loss << " (nats per token)\n";
+  if (const DataParallel* dp = trainer.data_parallel()) std::cout << dp->report() << "\n";
   std::cout << "metrics " << outputs.log_path << "\nplot    " << outputs.plot_path << "\n";
   std::cout << "checkpoint " << outputs.checkpoint_path << " (continue with --resume " << outputs.checkpoint_path
             << ", sample with generate --checkpoint " << outputs.checkpoint_path << ")\n";

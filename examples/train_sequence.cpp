@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "attograd/core/rng.h"
+#include "attograd/train/communicator.h"
 #include "attograd/train/atomic_file.h"
 #include "attograd/train/memory.h"
 #include "attograd/train/outputs.h"
@@ -81,6 +82,8 @@ std::string describe(const TaskOptions& task, const SequenceModelOptions& m, con
 }
 
 int run(const TrainSequenceArgs& args) {
+  Communicator& comm = Communicator::world();  // under mpirun: this rank of a data-parallel run
+  print_on_root_only(comm);
   SequenceModelOptions model_options = args.model;
   TaskOptions task = args.task;
   TrainerOptions trainer_options = args.trainer;
@@ -97,6 +100,7 @@ int run(const TrainSequenceArgs& args) {
   } else {
     manual_seed(args.seed);  // parameters are drawn from the default generator
   }
+  trainer_options.communicator = &comm;
 
   const std::string run_dir = std::string("runs/") + task_name(task.kind);
   TrainerOutputs outputs;
@@ -108,11 +112,18 @@ int run(const TrainSequenceArgs& args) {
   // The run's configuration goes beside its metrics log, so that `--config` of it repeats the run.
   const std::filesystem::path log_dir = std::filesystem::path(outputs.log_path).parent_path();
   const std::string config_copy = (log_dir.empty() ? std::filesystem::path("config.toml") : log_dir / "config.toml").string();
-  prepare_outputs({{"--save", outputs.checkpoint_path, OutputKind::checkpoint},
-                   {"--log", outputs.log_path, OutputKind::metrics_log},
-                   {"--plot", outputs.plot_path, OutputKind::plot},
-                   {"the configuration copy", config_copy, OutputKind::config}},
-                  {.resume = args.resume_path, .overwrite = args.overwrite});
+  // Over several processes rank 0 alone writes them; the others only train and evaluate.
+  if (comm.is_root()) {
+    prepare_outputs({{"--save", outputs.checkpoint_path, OutputKind::checkpoint},
+                     {"--log", outputs.log_path, OutputKind::metrics_log},
+                     {"--plot", outputs.plot_path, OutputKind::plot},
+                     {"the configuration copy", config_copy, OutputKind::config}},
+                    {.resume = args.resume_path, .overwrite = args.overwrite});
+  } else {
+    outputs.log_path.clear();
+    outputs.plot_path.clear();
+    outputs.checkpoint_path.clear();
+  }
   check_memory_fits(estimate_training_memory(model_options, task, trainer_options), available_memory_bytes(),
                     args.resume_path.empty()
                         ? "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer "
@@ -128,7 +139,8 @@ int run(const TrainSequenceArgs& args) {
     outputs.interactive = stdout_is_terminal();
   }
 
-  if (args.resume_path.empty()) write_file_atomically(config_copy, args.config_text);  // a resume keeps the run's own
+  // A resume keeps the run's own.
+  if (args.resume_path.empty() && comm.is_root()) write_file_atomically(config_copy, args.config_text);
 
   SequenceModel model(model_options);
   Trainer trainer(model, task, trainer_options, outputs);
@@ -154,6 +166,7 @@ int run(const TrainSequenceArgs& args) {
   std::cout << "\nheld-out (" << s.eval.sequences << " sequences): loss " << std::setprecision(4) << s.eval.loss()
             << ", token accuracy " << percent(s.eval.token_accuracy()) << ", exact-sequence accuracy "
             << percent(s.eval.sequence_accuracy()) << "\n";
+  if (const DataParallel* dp = trainer.data_parallel()) std::cout << dp->report() << "\n";
 
   // A few held-out examples: the first rows of the first held-out batch.
   const SequenceTask& t = trainer.task();

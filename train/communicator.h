@@ -40,7 +40,11 @@ class Communicator {
     Pending& operator=(Pending&&) noexcept;
     ~Pending();
     void wait();
-    bool done() const;  // true after wait(), or when there was nothing to wait for
+    bool done() const;  // true after wait() or a test() that returned true, or when there was nothing to wait for
+    // Whether the sum has arrived, without blocking. Each call also lets MPI move the sum along:
+    // MPI progresses a non-blocking collective only inside MPI calls, so code that overlaps one
+    // with work calls test() now and then.
+    bool test();
 
    private:
     friend class Communicator;

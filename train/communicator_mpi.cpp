@@ -66,6 +66,13 @@ void Communicator::Pending::wait() {
   if (state_ && state_->request != MPI_REQUEST_NULL) MPI_Wait(&state_->request, MPI_STATUS_IGNORE);
 }
 
+bool Communicator::Pending::test() {
+  if (done()) return true;
+  int flag = 0;
+  MPI_Test(&state_->request, &flag, MPI_STATUS_IGNORE);  // sets the request to MPI_REQUEST_NULL when complete
+  return flag != 0;
+}
+
 bool Communicator::Pending::done() const { return !state_ || state_->request == MPI_REQUEST_NULL; }
 
 Communicator::Communicator() {

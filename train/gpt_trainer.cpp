@@ -99,21 +99,31 @@ GPTTrainer::GPTTrainer(GPT& model, Tokenizer tokenizer, const std::vector<int64_
             .warmup_steps = options_.warmup_steps, .vocab = model_.options().vocab,
             .checkpoint_path = outputs_.checkpoint_path};
   set_num_threads(options_.threads);
+  shard_ = {.begin = 0, .rows = options_.batch};
+  if (Communicator* comm = options_.communicator; comm != nullptr && comm->size() > 1) {
+    // Checked before the first collective, by every rank alike.
+    shard_ = shard_of(options_.batch, comm->rank(), comm->size(), "--batch");
+    data_parallel_ = std::make_unique<DataParallel>(params_, *comm);
+    data_parallel_->broadcast_parameters();
+  }
 }
 
 GPTTrainer::~GPTTrainer() = default;
 
 StepResult GPTTrainer::train_step() {
   const int64_t update = step_ + 1;
-  default_generator().set_step(static_cast<uint64_t>(update));
+  default_generator().set_step(data_parallel_ ? data_parallel_->dropout_step(update) : static_cast<uint64_t>(update));
   const TextBatch batch =
       sample_batch(data_.train, {.batch = options_.batch, .block_size = model_.options().block_size}, options_.seed,
                    step_);
   model_.train();
   optimizer_->zero_grad();
   // logits (B, T, V) against targets (B, T): the mean over B*T next-token predictions.
-  const Variable loss = cross_entropy(model_(batch.inputs), batch.targets);
-  const StepResult r = checked_update(loss, params_, *optimizer_, schedule_.at(step_), guard_, update);
+  // Over several processes, this rank's rows of the batch (every rank draws the whole batch).
+  const Variable loss = data_parallel_ ? cross_entropy(model_(shard_rows(batch.inputs, shard_)), shard_rows(batch.targets, shard_))
+                                       : cross_entropy(model_(batch.inputs), batch.targets);
+  const StepResult r =
+      checked_update(loss, params_, *optimizer_, schedule_.at(step_), guard_, update, data_parallel_.get());
   step_ = update;
   return r;
 }
@@ -123,18 +133,35 @@ double GPTTrainer::evaluate() {
   EvalModeGuard eval_mode(model_);
   double sum = 0;
   int64_t rows = 0;
+  const int64_t rank = data_parallel_ ? data_parallel_->rank() : 0, ranks = data_parallel_ ? data_parallel_->size() : 1;
   for (const TextBatch& b : eval_) {
     // Each batch's loss is a mean over its rows; weighting by rows makes the result the mean
     // over every validation token even when the last batch is short.
-    const int64_t n = b.inputs.shape[0];
-    sum += cross_entropy(model_(b.inputs), b.targets).item() * static_cast<double>(n);
-    rows += n;
+    const int64_t all = b.inputs.shape[0];
+    if (!data_parallel_) {
+      sum += cross_entropy(model_(b.inputs), b.targets).item() * static_cast<double>(all);
+      rows += all;
+      continue;
+    }
+    // Over several processes each rank takes its contiguous part of every batch.
+    const Shard part{.begin = all * rank / ranks, .rows = all * (rank + 1) / ranks - all * rank / ranks};
+    if (part.rows == 0) continue;
+    sum += cross_entropy(model_(shard_rows(b.inputs, part)), shard_rows(b.targets, part)).item() *
+           static_cast<double>(part.rows);
+    rows += part.rows;
+  }
+  if (data_parallel_) {
+    std::vector<double> v{sum, static_cast<double>(rows)};
+    data_parallel_->sum(v);
+    sum = v[0];
+    rows = static_cast<int64_t>(v[1]);
   }
   return sum / static_cast<double>(rows);
 }
 
 std::string GPTTrainer::sample() {
-  if (options_.sample_tokens == 0) return {};
+  // Over several processes only rank 0 shows a sample.
+  if (options_.sample_tokens == 0 || (data_parallel_ && data_parallel_->rank() != 0)) return {};
   // generate() switches to eval mode (no dropout, so no draws from the default generator) and
   // samples from its own counter-based stream; the guard keeps even that assumption out of the
   // trajectory.
@@ -218,7 +245,8 @@ GPTTrainSummary GPTTrainer::run() {
     ++window_steps_;
     if (outputs_.on_step) outputs_.on_step(step_, r.loss);
 
-    const bool stop = stop_requested_.load();
+    // A stop request (Ctrl-C) may reach the ranks at different updates: they stop together.
+    const bool stop = data_parallel_ ? data_parallel_->any(stop_requested_.load()) : stop_requested_.load();
     const double tokens_per_s =
         train_s > 0 ? static_cast<double>(summary.steps_this_run * tokens_per_step) / train_s : 0;
     summary.tokens_per_s = tokens_per_s;

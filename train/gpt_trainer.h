@@ -69,6 +69,10 @@ struct GPTTrainerOptions {
   int64_t sample_tokens = 100;     // printed at every evaluation; 0 prints none
   std::string sample_prompt = "\n";  // tokens the sample continues; see GPTTrainer
   int threads = 1;                 // ag::set_num_threads at construction
+  // The processes of a data-parallel run (train/data_parallel.h); null, or a world of one,
+  // trains alone. Each rank trains on its batch / N rows of every batch and evaluates its part
+  // of every validation batch.
+  Communicator* communicator = nullptr;
 };
 
 // Throws std::invalid_argument naming the first bad option and its value (bounds: TrainerLimits).
@@ -136,6 +140,8 @@ class GPTTrainer {
   const TextSplit& data() const { return data_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   GPT& model() { return model_; }
+  // The gradient average of a run over several processes; null in one process.
+  const DataParallel* data_parallel() const { return data_parallel_.get(); }
 
  private:
   std::map<std::string, std::string> metadata() const;
@@ -151,6 +157,8 @@ class GPTTrainer {
   NamedVariables params_;
   std::unique_ptr<AdamW> optimizer_;
   LrSchedule schedule_;
+  std::unique_ptr<DataParallel> data_parallel_;  // over several processes only
+  Shard shard_;                                  // this rank's rows of every training batch
   int64_t step_ = 0;
   bool resumed_ = false;
   double window_loss_sum_ = 0;

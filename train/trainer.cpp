@@ -101,19 +101,28 @@ Trainer::Trainer(SequenceModel& model, const TaskOptions& task, const TrainerOpt
   guard_ = {.trainer = "Trainer", .peak_lr = options_.lr, .clip_norm = options_.clip_norm,
             .warmup_steps = options_.warmup_steps, .vocab = task.vocab_size, .checkpoint_path = outputs_.checkpoint_path};
   set_num_threads(options_.threads);
+  shard_ = {.begin = 0, .rows = task.batch_size};
+  if (Communicator* comm = options_.communicator; comm != nullptr && comm->size() > 1) {
+    // Checked before the first collective, by every rank alike.
+    shard_ = shard_of(task.batch_size, comm->rank(), comm->size(), "--batch");
+    data_parallel_ = std::make_unique<DataParallel>(params_, *comm);
+    data_parallel_->broadcast_parameters();
+  }
 }
 
 Trainer::~Trainer() = default;
 
 StepResult Trainer::train_step() {
   const int64_t update = step_ + 1;
-  default_generator().set_step(static_cast<uint64_t>(update));
+  default_generator().set_step(data_parallel_ ? data_parallel_->dropout_step(update) : static_cast<uint64_t>(update));
   const Batch batch = task_.train_batch(static_cast<uint64_t>(step_));
   model_.train();
   optimizer_->zero_grad();
-  // logits: (B, T, V), targets: (B, T)
-  const Variable loss = cross_entropy(model_(batch.inputs), batch.targets);
-  const StepResult r = checked_update(loss, params_, *optimizer_, schedule_.at(step_), guard_, update);
+  // logits: (B, T, V), targets: (B, T); over several processes, this rank's rows of the batch
+  const Variable loss = data_parallel_ ? cross_entropy(model_(shard_rows(batch.inputs, shard_)), shard_rows(batch.targets, shard_))
+                                       : cross_entropy(model_(batch.inputs), batch.targets);
+  const StepResult r =
+      checked_update(loss, params_, *optimizer_, schedule_.at(step_), guard_, update, data_parallel_.get());
   step_ = update;
   return r;
 }
@@ -126,16 +135,26 @@ SequenceMetrics Trainer::evaluate() {
   for (uint64_t i = 0; remaining > 0; ++i) {
     const Batch batch = eval_task_.eval_batch(i);
     const int64_t rows = std::min(remaining, batch.inputs.shape[0]);
+    // Over several processes each rank takes its contiguous part of every held-out batch.
+    const int64_t rank = data_parallel_ ? data_parallel_->rank() : 0, ranks = data_parallel_ ? data_parallel_->size() : 1;
+    const int64_t first = rows * rank / ranks, last = rows * (rank + 1) / ranks;
     // The held-out set is generated in fixed batches; the model sees them in chunks of
     // eval_rows_, sized so that long sequences do not multiply evaluation memory.
-    for (int64_t begin = 0; begin < rows; begin += eval_rows_) {
-      const int64_t n = std::min(eval_rows_, rows - begin);
+    for (int64_t begin = first; begin < last; begin += eval_rows_) {
+      const int64_t n = std::min(eval_rows_, last - begin);
       const bool whole = begin == 0 && n == batch.inputs.shape[0];
       const Indices inputs = whole ? batch.inputs : row_range(batch.inputs, begin, n);
       const Indices targets = whole ? batch.targets : row_range(batch.targets, begin, n);
       total += sequence_metrics(model_(inputs).value(), targets);
     }
     remaining -= rows;
+  }
+  if (data_parallel_) {
+    std::vector<double> v{total.loss_sum, static_cast<double>(total.tokens), static_cast<double>(total.correct_tokens),
+                          static_cast<double>(total.sequences), static_cast<double>(total.correct_sequences)};
+    data_parallel_->sum(v);  // counts below 2^53 add exactly in double
+    total = {.loss_sum = v[0], .tokens = static_cast<int64_t>(v[1]), .correct_tokens = static_cast<int64_t>(v[2]),
+             .sequences = static_cast<int64_t>(v[3]), .correct_sequences = static_cast<int64_t>(v[4])};
   }
   return total;
 }
@@ -221,7 +240,8 @@ TrainSummary Trainer::run() {
     ++window_steps_;
     if (outputs_.on_step) outputs_.on_step(step_, r.loss);
 
-    const bool stop = stop_requested_.load();
+    // A stop request (Ctrl-C) may reach the ranks at different updates: they stop together.
+    const bool stop = data_parallel_ ? data_parallel_->any(stop_requested_.load()) : stop_requested_.load();
     const double tokens_per_s = train_s > 0 ? static_cast<double>(summary.steps_this_run * tokens_per_step) / train_s : 0;
     summary.tokens_per_s = tokens_per_s;
     info.loss = window_loss_sum_ / static_cast<double>(window_steps_);

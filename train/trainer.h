@@ -37,6 +37,8 @@
 #include "attograd/core/indices.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/clip.h"
+#include "attograd/train/communicator.h"
+#include "attograd/train/data_parallel.h"
 #include "attograd/train/metrics_log.h"
 #include "attograd/train/optim.h"
 #include "attograd/train/run_clock.h"
@@ -67,6 +69,9 @@ struct TrainerOptions {
   int64_t eval_sequences = 512;  // held-out sequences per evaluation
   double target_seq_acc = 0.99;  // stop at the first evaluation that reaches it; > 1 never stops
   int threads = 1;               // ag::set_num_threads at construction
+  // The processes of a data-parallel run (train/data_parallel.h); null, or a world of one,
+  // trains in this process alone. Each rank trains on its shard of task.batch_size rows.
+  Communicator* communicator = nullptr;
 };
 
 // Upper bounds shared by the command line and checkpoint metadata.
@@ -146,6 +151,8 @@ class Trainer {
   const SequenceTask& task() const { return task_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   SequenceModel& model() { return model_; }
+  // The gradient average of a run over several processes; null in one process.
+  const DataParallel* data_parallel() const { return data_parallel_.get(); }
 
  private:
   std::map<std::string, std::string> metadata() const;
@@ -159,6 +166,8 @@ class Trainer {
   NamedVariables params_;
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
+  std::unique_ptr<DataParallel> data_parallel_;  // over several processes only
+  Shard shard_;                                  // this rank's rows of every training batch
   int64_t step_ = 0;
   bool resumed_ = false;
   // The current metrics window (since the last evaluation) and the time before this session.

@@ -31,13 +31,14 @@ void DivergenceGuard::diverged(int64_t update, const std::string& what, double g
 }
 
 StepResult checked_update(const Variable& loss, const NamedVariables& params, Optimizer& optimizer, double lr,
-                          DivergenceGuard& guard, int64_t update) {
+                          DivergenceGuard& guard, int64_t update, DataParallel* data_parallel) {
   StepResult r;
-  r.loss = loss.item();
+  r.loss = data_parallel != nullptr ? data_parallel->mean(loss.item()) : loss.item();
   r.lr = lr;
   // Backward first so that a diverged step's message has its gradient norm; nothing is applied
   // before every check has passed.
-  loss.backward();
+  if (data_parallel != nullptr) data_parallel->backward(loss);
+  else loss.backward();
   r.grad_norm = guard.clip_norm > 0 ? clip_grad_norm(params, guard.clip_norm) : grad_norm(params);
   if (!std::isfinite(r.loss)) guard.diverged(update, "the loss is " + format_number(r.loss), r.grad_norm, lr);
   if (guard.first_loss == 0) guard.first_loss = r.loss;

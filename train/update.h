@@ -4,7 +4,9 @@
 //   const StepResult r = checked_update(loss, params, optimizer, lr, guard, update);
 //
 // backward from the loss, the gradient norm (clipped when clip_norm > 0), the checks, then the
-// update at lr. A diverged step throws TrainingDiverged before any parameter changes, with a
+// update at lr. With a DataParallel (a run over several processes) the loss is this rank's
+// shard's: the reported loss is the mean over ranks, and the gradients are averaged over ranks
+// during backward, so the norm, the checks and the update are the same on every rank. A diverged step throws TrainingDiverged before any parameter changes, with a
 // message that names the update, what went wrong and the likely causes.
 #pragma once
 
@@ -14,6 +16,7 @@
 
 #include "attograd/autograd/variable.h"
 #include "attograd/train/clip.h"
+#include "attograd/train/data_parallel.h"
 #include "attograd/train/optim.h"
 
 namespace ag {
@@ -51,6 +54,6 @@ struct DivergenceGuard {
 
 // `update` is the 1-based number of the update being made (for the messages).
 StepResult checked_update(const Variable& loss, const NamedVariables& params, Optimizer& optimizer, double lr,
-                          DivergenceGuard& guard, int64_t update);
+                          DivergenceGuard& guard, int64_t update, DataParallel* data_parallel = nullptr);
 
 }  // namespace ag

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Data-parallel training under a real `mpirun -np 2` (issue 16):
+#   1. the library: DataParallel against one process in float64 and float32, and the overlap
+#      (tests/mpi/dp_check.cpp);
+#   2. equivalence: train_sequence and train_gpt with -np 2 against one process, same global
+#      batch, 20 updates: every parameter within 1e-5 relative, the metrics (loss curves) too;
+#   3. determinism: the same -np 2 command twice gives the same metrics log (every field but the
+#      two wall-clock ones, tokens_per_s and elapsed_s) and bit-identical checkpoints;
+#   4. resume: a -np 2 run stopped with SIGINT (sent to one rank only: the ranks agree to stop
+#      after the same update) and resumed with -np 2 ends bit for bit where the uninterrupted
+#      run ends; resumed in one process it ends within float tolerance;
+#   5. faults: a data file missing on one rank ends the job within seconds, non-zero, with that
+#      rank's message; a rank killed while rank 0 saves a checkpoint every update leaves a
+#      checkpoint that resumes.
+#   tests/mpi/run_dp_checks.sh MPIRUN DP_CHECK TRAIN_SEQUENCE TRAIN_GPT
+set -u
+mpirun=$1
+check=$2
+seq=$3
+gpt=$4
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+np2() { timeout 120 "$mpirun" --oversubscribe -np 2 "$@"; }
+work=$(mktemp -d)
+[ -n "${DP_CHECK_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT; echo "work dir $work"
+cd "$work" || exit 1
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+# rank_pid PID R: the process of rank R in the job whose `timeout` has PID (timeout -> mpirun -> ranks).
+rank_pid() {
+  local launcher p
+  launcher=$(pgrep -P "$1" | head -1)
+  for p in $(pgrep -P "$launcher"); do
+    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
+      echo "$p"
+      return
+    fi
+  done
+}
+# wait_rows LOG N: until LOG has N rows, at most 20 s.
+wait_rows() {
+  for _ in $(seq 1 200); do
+    [ -f "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ] && return
+    sleep 0.1
+  done
+}
+# A metrics log without its wall-clock fields.
+untimed() { sed -E 's/"tokens_per_s":[^,}]*//; s/"elapsed_s":[^,}]*//' "$1"; }
+
+# --- 1. the library --------------------------------------------------------------------------
+out=$(np2 "$check" 2>&1) || fail "mpirun -np 2 dp_check: $out"
+[ "$(grep -c ': ok$' <<<"$out")" -eq 2 ] || fail "dp_check: $out"
+grep -v ': ok$' <<<"$out"
+
+# --- 2. equivalence --------------------------------------------------------------------------
+# SGD for the comparisons with a tolerance: see dp_check.cpp on why Adam cannot be held to one.
+BASE=(--task sort --vocab 12 --length 10 --d-model 32 --heads 4 --d-ff 64 --layers 2 --warmup 5
+      --optimizer sgd --momentum 0.9 --lr 0.05 --eval-sequences 256 --quiet)
+SEQ=("${BASE[@]}" --batch 16 --eval-every 5)
+np2 "$seq" "${SEQ[@]}" --steps 20 --save s2.st --log s2.jsonl --plot s2.svg >s2.out 2>&1 || fail "-np 2 train_sequence: $(cat s2.out)"
+"$seq" "${SEQ[@]}" --steps 20 --save s1.st --log s1.jsonl --plot s1.svg >s1.out 2>&1 || fail "train_sequence: $(cat s1.out)"
+grep -q "data parallel: 2 processes" s2.out || fail "the -np 2 run does not report its data parallelism: $(cat s2.out)"
+[ "$(grep -c 'held-out (' s2.out)" -eq 1 ] || fail "-np 2: the summary must be printed once (rank 0 only): $(cat s2.out)"
+out=$("$check" --compare-params s2.st s1.st 1e-5) || fail "train_sequence: -np 2 and one process differ: $out"
+echo "$out"
+# Bit-identical would mean each rank trained the whole batch: the sums' order must show.
+grep -q "largest relative difference 0 " <<<"$out" && fail "-np 2 and one process agree bit for bit: was the batch split?"
+"$check" --compare-metrics s2.jsonl s1.jsonl 1e-5 || fail "train_sequence: the loss curves differ"
+echo "ok: train_sequence -np 2 == one process (parameters and metrics within 1e-5)"
+
+seq 1 4000 | tr '\n' ' ' >text.txt
+GPT=(--data text.txt --layers 1 --d-model 32 --heads 2 --block-size 16 --batch 8 --warmup 5 --eval-every 10 --quiet)
+np2 "$gpt" "${GPT[@]}" --steps 20 --save g2.st --log g2.jsonl --plot g2.svg >g2.out 2>&1 || fail "-np 2 train_gpt: $(cat g2.out)"
+"$gpt" "${GPT[@]}" --steps 20 --save g1.st --log g1.jsonl --plot g1.svg >g1.out 2>&1 || fail "train_gpt: $(cat g1.out)"
+grep -q "data parallel: 2 processes" g2.out || fail "the -np 2 GPT run does not report its data parallelism: $(cat g2.out)"
+# train_gpt trains with AdamW only. The key projection's bias has an exact gradient of 0
+# (softmax ignores a shift shared by all keys); AdamW turns its rounding noise into steps of
+# about lr, so its value is noise in one process too and is left out of the comparison.
+"$check" --compare-params g2.st g1.st 1e-5 attn.w_k.bias || fail "train_gpt: -np 2 and one process differ"
+"$check" --compare-metrics g2.jsonl g1.jsonl 1e-5 || fail "train_gpt: the loss curves differ"
+echo "ok: train_gpt -np 2 == one process (parameters and metrics within 1e-5)"
+
+# An odd global batch cannot be split over 2 ranks: a clear error, no hang.
+out=$(np2 "$seq" "${BASE[@]}" --batch 15 --steps 20 --log odd.jsonl --plot odd.svg 2>&1)
+rc=$?
+{ [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q -- "--batch 15 (the global batch) cannot be split evenly over 2" <<<"$out"; } ||
+  fail "--batch 15 over 2 ranks: exit $rc: $out"
+echo "ok: --batch 15 over 2 ranks is refused by name"
+
+# --- 3. determinism --------------------------------------------------------------------------
+np2 "$seq" "${SEQ[@]}" --steps 20 --save s2b.st --log s2b.jsonl --plot s2b.svg >s2b.out 2>&1 || fail "-np 2 again: $(cat s2b.out)"
+cmp <(untimed s2.jsonl) <(untimed s2b.jsonl) || fail "two -np 2 runs wrote different metrics: $(diff s2.jsonl s2b.jsonl)"
+"$check" --compare-params s2.st s2b.st 0 >/dev/null || fail "two -np 2 runs ended with different checkpoints"
+echo "ok: the same -np 2 command twice: the same metrics and checkpoint, bit for bit"
+
+# --- 4. resume -------------------------------------------------------------------------------
+LONG=("${BASE[@]}" --batch 16 --steps 300 --eval-every 10)
+np2 "$seq" "${LONG[@]}" --save u.st --log u.jsonl --plot u.svg >u.out 2>&1 || fail "uninterrupted -np 2 run: $(cat u.out)"
+timeout 120 "$mpirun" --oversubscribe -np 2 "$seq" "${LONG[@]}" --save r.st --log r.jsonl --plot r.svg >r.out 2>&1 &
+job=$!
+wait_rows r.jsonl 2
+rank1=$(rank_pid $job 1)
+[ -n "$rank1" ] || fail "no process of rank 1 found under mpirun"
+kill -INT "$rank1"
+wait $job
+rc=$?
+[ $rc -eq 130 ] || fail "a SIGINT to one rank must stop both after the same update with exit 130, got $rc: $(cat r.out)"
+cp r.st r1.st
+cp r.jsonl r1.jsonl
+np2 "$seq" --resume r.st --save r.st --eval-every 10 --eval-sequences 256 --log r.jsonl --plot r.svg --quiet >r2.out 2>&1 ||
+  fail "resume with -np 2: $(cat r2.out)"
+stopped=$(sed -n -E 's/^resumed r.st at step ([0-9]+)$/\1/p' r2.out)
+{ [ -n "$stopped" ] && [ "$stopped" -lt 300 ]; } || fail "the run was not stopped before its end: $(cat r2.out)"
+"$check" --compare-params u.st r.st 0 || fail "stopped at step $stopped and resumed with -np 2: not the uninterrupted run"
+cmp <(untimed u.jsonl) <(untimed r.jsonl) || fail "resumed -np 2 metrics differ from the uninterrupted run's"
+"$seq" --resume r1.st --save r1.st --eval-every 10 --eval-sequences 256 --log r1.jsonl --plot r1.svg --quiet >r1.out 2>&1 ||
+  fail "resume in one process: $(cat r1.out)"
+"$check" --compare-params u.st r1.st 1e-5 || fail "stopped at step $stopped and resumed in one process: too far from the -np 2 run"
+"$check" --compare-metrics u.jsonl r1.jsonl 1e-5 || fail "resumed in one process: the metrics drift from the -np 2 run's"
+echo "ok: -np 2 stopped at step $stopped and resumed with -np 2 == uninterrupted, bit for bit; resumed in one process: close"
+
+# --- 5. faults -------------------------------------------------------------------------------
+start=$(date +%s)
+out=$(np2 sh -c 'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then d=missing.txt; else d=text.txt; fi
+                 exec "$0" --data "$d" --layers 1 --d-model 32 --heads 2 --block-size 16 --batch 8 --steps 50 \
+                   --warmup 5 --log f.jsonl --plot f.svg --quiet' "$gpt" 2>&1)
+rc=$?
+elapsed=$(($(date +%s) - start))
+{ [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $elapsed -le 30 ]; } || fail "a data file missing on rank 1: exit $rc after ${elapsed}s: $out"
+grep -q "attograd: rank 1 of 2: train_gpt: error: .*missing.txt" <<<"$out" || fail "rank 1's message is missing: $out"
+echo "ok: a data file missing on rank 1 ended the job in ${elapsed}s with exit $rc and rank 1's message"
+
+timeout 120 "$mpirun" --oversubscribe -np 2 "$seq" "${BASE[@]}" --batch 16 --steps 100000 --eval-every 1 \
+  --save k.st --log k.jsonl --plot k.svg >k.out 2>&1 &
+job=$!
+wait_rows k.jsonl 20
+rank1=$(rank_pid $job 1)
+[ -n "$rank1" ] || fail "no process of rank 1 found under mpirun"
+start=$(date +%s)
+kill -KILL "$rank1"
+wait $job
+rc=$?
+elapsed=$(($(date +%s) - start))
+{ [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $elapsed -le 30 ]; } || fail "rank 1 killed: exit $rc after ${elapsed}s: $(cat k.out)"
+# The checkpoint rank 0 was rewriting every update must still load and train on.
+timeout 60 "$seq" --resume k.st --save k.st --eval-every 1 --eval-sequences 16 --log k.jsonl --plot k.svg --quiet >k1.out 2>&1 &
+resumed=$!
+wait_rows k1.out 1
+for _ in $(seq 1 50); do
+  grep -q "resumed k.st at step" k1.out && break
+  sleep 0.1
+done
+kill -INT $resumed 2>/dev/null
+wait $resumed
+rc2=$?
+{ [ $rc2 -eq 130 ] || [ $rc2 -eq 0 ]; } && grep -q "resumed k.st at step" k1.out ||
+  fail "the checkpoint saved while rank 1 died does not resume (exit $rc2): $(cat k1.out)"
+echo "ok: rank 1 killed while rank 0 saved every update: the job ended in ${elapsed}s (exit $rc); the checkpoint resumes"
