@@ -46,7 +46,7 @@ std::unique_ptr<Embedding> token_table(int64_t vocab, int64_t d_model) {
 
 std::string list(const std::vector<int64_t>& v) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) s.append(i ? ", " : "").append(std::to_string(v[i]));
   return s + "]";
 }
 

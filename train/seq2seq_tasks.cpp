@@ -135,7 +135,7 @@ std::string Seq2SeqTask::to_text(std::span<const int64_t> tokens) const {
     else if (t == kEosToken) s += "</s>";
     else if (options_.kind == Seq2SeqTaskKind::addition) s += t == kPlusToken ? '+' : static_cast<char>('0' + t - kFirstContentToken);
     else if (t - kFirstContentToken < 26) s += static_cast<char>('a' + t - kFirstContentToken);
-    else s += "[" + std::to_string(t - kFirstContentToken) + "]";
+    else s.append("[").append(std::to_string(t - kFirstContentToken)).append("]");
   }
   return s;
 }
