@@ -58,6 +58,7 @@ int training_program_main(int argc, char** argv, const char* name, Args (*parse)
       }
       return status;
     }
+    if (!Communicator::world().is_root()) return 0;  // under mpirun one rank writes the file
     prepare_outputs({{"--write-config", args.write_config_path, OutputKind::config}}, {.overwrite = args.overwrite});
     write_file_atomically(args.write_config_path, args.config_text);
     std::cout << "wrote the configuration to " << args.write_config_path << " (run it with --config "

@@ -105,7 +105,8 @@ int run(const TrainGPTArgs& args) {
   outputs.plot_title = title.str();
   if (!args.quiet) {
     outputs.progress = &std::cout;
-    outputs.interactive = stdout_is_terminal();
+    // Under mpirun rank 0 writes to a pty even when mpirun's output goes to a file: no redrawing.
+    outputs.interactive = stdout_is_terminal() && comm.size() == 1;
   }
 
   if (args.resume_path.empty()) manual_seed(trainer_options.seed);  // the initial weights
