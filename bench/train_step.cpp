@@ -5,6 +5,9 @@
 //
 //   build/bench/train_step --config small [--threads 2] [--steps 20] [--warmup 3] [--json] [--profile]
 //   build/bench/train_step --config large --gemm-only    the step's matrix products alone
+//   mpirun -np 2 build/bench/train_step --config medium --threads 1   data parallel: the same
+//       global batch split over the ranks (train/data_parallel.h); rank 0 reports, with the
+//       share of backward during which a gradient sum was in flight (bench/compare_mpi.sh)
 //
 // --gemm-only times just the matrix products of one step (every Linear's forward, input- and
 // weight-gradient products, and the per-head attention products, as batched products), with
@@ -19,6 +22,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -154,6 +158,15 @@ int main(int argc, char** argv) {
   mo.norm_first = false;
   mo.dropout = 0.0;
   ag::SequenceModel model(mo);
+  // Under mpirun: every rank trains its rows of the same global batch.
+  ag::Communicator& comm = ag::Communicator::world();
+  std::unique_ptr<ag::DataParallel> dp;
+  ag::Shard shard{.begin = 0, .rows = c.batch};
+  if (comm.size() > 1) {
+    shard = ag::shard_of(c.batch, comm.rank(), comm.size(), "the configuration's batch");
+    dp = std::make_unique<ag::DataParallel>(model.named_parameters(), comm);
+    dp->broadcast_parameters();
+  }
   ag::AdamOptions ao;
   ao.lr = 1e-3;
   ag::Adam optimizer(model.named_parameters(), ao);
@@ -168,12 +181,15 @@ int main(int argc, char** argv) {
   const auto step = [&](uint64_t index) {
     const ag::Batch batch = task.train_batch(index);
     optimizer.zero_grad();
-    ag::Variable loss = ag::cross_entropy(model(batch.inputs), batch.targets);
-    loss.backward();
+    ag::Variable loss = dp ? ag::cross_entropy(model(ag::shard_rows(batch.inputs, shard)), ag::shard_rows(batch.targets, shard))
+                           : ag::cross_entropy(model(batch.inputs), batch.targets);
+    if (dp) dp->backward(loss);
+    else loss.backward();
     ag::Profiler::Region region("optimizer step");
     optimizer.step();
   };
   for (int64_t s = 0; s < warmup; ++s) step(static_cast<uint64_t>(s));
+  const ag::OverlapStats before = dp ? dp->overlap() : ag::OverlapStats{};
   std::vector<double> ms;
   for (int64_t s = 0; s < steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -195,12 +211,23 @@ int main(int argc, char** argv) {
   const double tokens_per_s = static_cast<double>(c.batch * c.seq_len) / (median / 1e3);
   const double gflops = step_flops(c) / (median / 1e3) / 1e9;
 
+  // The timed steps' overlap (warm-up excluded).
+  ag::OverlapStats o;
+  if (dp) {
+    o = dp->overlap();
+    o.backward_s -= before.backward_s;
+    o.in_flight_s -= before.in_flight_s;
+    o.exposed_s -= before.exposed_s;
+  }
+  if (!comm.is_root()) return 0;
   if (json) {
     std::printf(
         "{\"framework\": \"attograd\", \"config\": \"%s\", \"steps\": %lld, \"median_ms\": %.6f, \"min_ms\": %.6f, "
-        "\"max_ms\": %.6f, \"tokens_per_s\": %.3f, \"gflops\": %.4f, \"peak_rss_mb\": %.3f, \"threads\": %lld}\n",
+        "\"max_ms\": %.6f, \"tokens_per_s\": %.3f, \"gflops\": %.4f, \"peak_rss_mb\": %.3f, \"threads\": %lld, "
+        "\"processes\": %d, \"buckets\": %lld, \"overlap_share\": %.4f, \"backward_ms\": %.4f, \"exposed_ms\": %.4f}\n",
         config_name.c_str(), static_cast<long long>(steps), median, sorted.front(), sorted.back(), tokens_per_s, gflops,
-        rss_mb, static_cast<long long>(threads));
+        rss_mb, static_cast<long long>(threads), comm.size(), static_cast<long long>(dp ? dp->bucket_count() : 0),
+        o.share(), 1e3 * o.backward_s / static_cast<double>(steps), 1e3 * o.exposed_s / static_cast<double>(steps));
   } else {
     std::printf("config %s (vocab %lld, d_model %lld, heads %lld, d_ff %lld, layers %lld, T %lld, B %lld), threads %lld\n",
                 config_name.c_str(), static_cast<long long>(c.vocab), static_cast<long long>(c.d_model),
@@ -208,6 +235,13 @@ int main(int argc, char** argv) {
                 static_cast<long long>(c.seq_len), static_cast<long long>(c.batch), static_cast<long long>(threads));
     std::printf("ms/step: median %.3f  min %.3f  max %.3f   tokens/s %.0f   GFLOP/s %.1f   peak RSS %.1f MB\n", median,
                 sorted.front(), sorted.back(), tokens_per_s, gflops, rss_mb);
+    if (dp) {
+      std::printf("%d processes, %lld rows each, %lld buckets: a gradient sum in flight %.0f%% of backward "
+                  "(%.2f ms per step), %.2f ms per step waited after backward\n",
+                  comm.size(), static_cast<long long>(shard.rows), static_cast<long long>(dp->bucket_count()),
+                  100 * o.share(), 1e3 * o.backward_s / static_cast<double>(steps),
+                  1e3 * o.exposed_s / static_cast<double>(steps));
+    }
   }
   if (profile) std::cout << "\nper-op profile (" << steps << " steps)\n" << profiler.table(steps);
   return 0;
