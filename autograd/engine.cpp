@@ -162,6 +162,7 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
   // Nodes are held by shared_ptr for the whole pass: releasing a node drops its edges, and
   // with them possibly the last owner of a node still waiting in `order`.
   std::vector<std::shared_ptr<Node>> starts;
+  std::vector<std::shared_ptr<VariableImpl>> hooked_roots;  // leaf roots with a grad-ready hook
   for (size_t r = 0; r < roots.size(); ++r) {
     const Variable& root = roots[r];
     if (!root.requires_grad()) {
@@ -185,7 +186,7 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
       Tensor& dst = root.impl()->grad;
       if (!dst.defined()) dst = seed.clone();
       else kernels::add_(dst, seed);
-      if (root.impl()->grad_ready_hook) root.impl()->grad_ready_hook(root);
+      if (root.impl()->grad_ready_hook) hooked_roots.push_back(root.impl());
       continue;
     }
     const std::shared_ptr<Node>& node = root.grad_fn();
@@ -239,6 +240,10 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
     }
   }
   std::vector<std::shared_ptr<VariableImpl>> ready;
+  // A leaf root is final once seeded, unless another root's graph also reaches it.
+  for (const std::shared_ptr<VariableImpl>& leaf : hooked_roots) {
+    if (!unfinished.count(leaf.get())) leaf->grad_ready_hook(Variable::from_impl(leaf));
+  }
 
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node& node = **it;

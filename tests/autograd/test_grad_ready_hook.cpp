@@ -73,6 +73,15 @@ BOOST_AUTO_TEST_CASE(a_leaf_root_calls_its_hook) {
   BOOST_TEST(calls == 1);
 }
 
+BOOST_AUTO_TEST_CASE(a_leaf_that_is_a_root_and_reached_from_another_root_is_announced_once) {
+  Variable s = Variable(from_vector(std::vector<double>{3}, {1}, DType::f64), true, "s");
+  std::vector<double> seen;
+  s.set_grad_ready_hook([&](const Variable& v) { seen.push_back(v.grad().at({0})); });
+  run_backward({s, sum(mul(s, 2.0))}, {Tensor(), Tensor()}, false);
+  BOOST_TEST_REQUIRE(seen.size() == 1u);
+  BOOST_TEST(seen[0] == 3.0);  // 1 from the seed + 2 through the other root
+}
+
 BOOST_AUTO_TEST_CASE(hook_on_a_non_leaf_is_refused) {
   Variable w = leaf({1, 2}, "w");
   Variable y = mul(w, 2.0);
