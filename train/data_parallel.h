@@ -88,7 +88,8 @@ class DataParallel {
   // Every parameter takes rank 0's value.
   void broadcast_parameters();
   // loss.backward() with the gradient average described above. Every rank must call it once per
-  // update, with the same model (the same graph).
+  // update, with the same model (the same graph). Gradients already present before the call are
+  // averaged along with what this pass adds (the trainers zero them first).
   void backward(const Variable& loss);
   // The mean over ranks of a per-rank value (each rank's loss on its shard: the global loss).
   double mean(double local);
