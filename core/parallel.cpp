@@ -2,12 +2,18 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "attograd/core/threads.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -20,12 +26,78 @@ namespace ag {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 thread_local bool t_in_region = false;
+
+// How long a thread polls before it sleeps: a worker waiting for the next job, or the thread
+// that started a job waiting for its last chunk. A sleeping thread takes 10-20 us to wake, so on
+// a quiet machine polling pays: within a training step the next parallel region nearly always
+// starts within a millisecond (tiny configuration: 1.63 -> 1.40 ms per step against sleeping
+// at once). On a busy machine a polling thread holds a core that another program, or our own
+// worker that was preempted in the middle of a chunk, is waiting for; there it polls only
+// about as long as a wake-up costs, then sleeps and gives the core away.
+constexpr auto kQuietPoll = std::chrono::microseconds(1000);
+constexpr auto kBusyPoll = std::chrono::microseconds(20);
+
+// Polls done() until it is true (returns true) or `budget` has passed (returns done()).
+template <typename Done>
+bool poll(Done done, Clock::duration budget) {
+  const Clock::time_point start = Clock::now();
+  while (true) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      AG_CPU_RELAX();
+    }
+    if (Clock::now() - start >= budget) return done();
+  }
+}
+
+// Whether other programs want the cores, sampled from the kernel's count of runnable threads
+// less our own awake ones, at most every kSampleEvery, by whichever thread asks how to split a
+// job. One sample is noisy (a kernel thread passing by; our worker woken but not yet counted
+// awake), so the verdict follows a running average of how many threads too many there are, with
+// some hysteresis: busy above half a thread on average, quiet again below a quarter. Busy, the
+// pool uses only the threads that still have a core (at least one): with one of two cores held
+// by another program it runs like one thread instead of fighting for the core.
+class LoadMonitor {
+ public:
+  // Threads in excess of the cores: 0 on a quiet machine.
+  int excess() const {
+    const int forced = forced_.load(std::memory_order_relaxed);
+    return forced >= 0 ? forced : excess_now_.load(std::memory_order_relaxed);
+  }
+  void force(int excess) { forced_.store(excess, std::memory_order_relaxed); }
+
+  void sample(int awake_ours, int threads) {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return;  // another thread is sampling
+    const Clock::time_point now = Clock::now();
+    if (now < next_sample_) return;
+    next_sample_ = now + kSampleEvery;
+    const int runnable = detail::runnable_threads();
+    if (runnable < 0) return;  // no /proc: stay quiet
+    average_ = 0.8 * average_ + 0.2 * detail::threads_in_excess(runnable, awake_ours, threads, usable_cores());
+    const bool was_busy = excess_now_.load(std::memory_order_relaxed) > 0;
+    const bool busy = was_busy ? average_ > 0.25 : average_ > 0.5;
+    excess_now_.store(busy ? std::max(1, static_cast<int>(average_ + 0.5)) : 0, std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr auto kSampleEvery = std::chrono::milliseconds(5);
+  std::mutex mutex_;
+  Clock::time_point next_sample_{};
+  double average_ = 0;  // running average of threads_in_excess
+  std::atomic<int> excess_now_{0};
+  std::atomic<int> forced_{-1};  // tests: -1 measure, else the excess to assume
+};
 
 // One job at a time. A job is published as a ticket [generation:32][chunks:16][next:16]: a
 // thread claims chunk `next` by a compare-and-swap on the whole ticket, so a worker that wakes
 // late can never claim a chunk of a later job with the earlier job's function, and the job's
-// fields are rewritten only after every claimed chunk has reported done.
+// fields are rewritten only after every claimed chunk has reported done. Chunks are claimed one
+// at a time by whichever thread is free, so a worker that starts late, or is preempted, delays
+// the job by at most the one chunk it holds.
 class Pool {
  public:
   explicit Pool(int threads) {
@@ -34,6 +106,17 @@ class Pool {
   }
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  bool busy() const { return load_.excess() > 0; }
+  void force_excess(int excess) { load_.force(excess); }
+
+  // The threads a job should use now: all of them on a quiet machine, those that still have a
+  // core on a busy one.
+  int threads_to_use() {
+    const int all = threads();
+    if (all == 1) return 1;
+    load_.sample(1 + awake_.load(std::memory_order_relaxed), all);
+    return std::max(1, all - load_.excess());
+  }
 
   void resize(int threads) {
     std::lock_guard<std::mutex> job(job_mutex_);
@@ -46,6 +129,7 @@ class Pool {
     for (std::thread& w : workers_) w.join();
     workers_.clear();
     stop_ = false;
+    awake_.store(threads - 1, std::memory_order_relaxed);
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
   }
 
@@ -72,20 +156,16 @@ class Pool {
     }
     wake_.notify_all();
     work(static_cast<uint32_t>(generation));
-    for (int spin = 0; spin < kSpins && done_.load(std::memory_order_acquire) < chunks; ++spin) AG_CPU_RELAX();
-    if (done_.load(std::memory_order_acquire) < chunks) {
+    const auto finished = [&] { return done_.load(std::memory_order_acquire) >= chunks; };
+    if (!poll(finished, poll_budget())) {
       std::unique_lock<std::mutex> lock(mutex_);
-      finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) >= chunks; });
+      finished_.wait(lock, finished);
     }
     if (error_) std::rethrow_exception(error_);
   }
 
  private:
-  // About 1 ms of polling (a pause is ~25 ns here) before sleeping: within a training step
-  // the next parallel region nearly always starts sooner, and a sleeping worker takes 10-20 us
-  // to wake, more than the small products it would share. Idle programs still go to sleep
-  // after a millisecond; with one thread there is no worker at all.
-  static constexpr int kSpins = 40000;
+  Clock::duration poll_budget() const { return busy() ? Clock::duration(kBusyPoll) : Clock::duration(kQuietPoll); }
 
   static void run_inline(int64_t n, int64_t chunks, detail::ChunkFn fn, void* context) {
     const bool saved = t_in_region;
@@ -130,13 +210,13 @@ class Pool {
 
   void worker_loop() {
     uint32_t seen = generation_of(ticket_.load(std::memory_order_acquire));
+    const auto new_job = [&] { return generation_of(ticket_.load(std::memory_order_acquire)) != seen; };
     while (true) {
-      for (int spin = 0; spin < kSpins && generation_of(ticket_.load(std::memory_order_acquire)) == seen; ++spin) {
-        AG_CPU_RELAX();
-      }
-      {
+      if (!poll(new_job, poll_budget())) {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stop_ || generation_of(ticket_.load(std::memory_order_acquire)) != seen; });
+        awake_.fetch_sub(1, std::memory_order_relaxed);
+        wake_.wait(lock, [&] { return stop_ || new_job(); });
+        awake_.fetch_add(1, std::memory_order_relaxed);
         if (stop_) return;
       }
       seen = generation_of(ticket_.load(std::memory_order_acquire));
@@ -151,20 +231,17 @@ class Pool {
   bool stop_ = false;
   std::atomic<uint64_t> ticket_{0};
   std::atomic<int64_t> done_{0};
+  std::atomic<int> awake_{0};  // workers polling or working (not asleep)
+  LoadMonitor load_;
   detail::ChunkFn fn_ = nullptr;
   void* context_ = nullptr;
   int64_t n_ = 0, chunks_ = 0;
   std::exception_ptr error_;
 };
 
-int default_threads() {
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : static_cast<int>(hw);
-}
-
 // Never destroyed: joining threads during static destruction races with other statics.
 Pool& pool() {
-  static Pool* p = new Pool(default_threads());
+  static Pool* p = new Pool(usable_cores());
   return *p;
 }
 
@@ -178,14 +255,56 @@ void resize_pool(int threads) { pool().resize(threads); }
 
 int pool_threads() { return pool().threads(); }
 
+bool pool_sees_busy_machine() { return pool().busy(); }
+
+int threads_to_use() { return pool().threads_to_use(); }
+
+void force_excess(int excess) { pool().force_excess(excess); }
+
+int parse_runnable_threads(std::string_view loadavg) {
+  // "0.52 0.61 0.70 3/245 12345": the fourth field is runnable/total scheduling entities.
+  size_t field = 0, i = 0;
+  while (i < loadavg.size() && field < 3) {
+    if (loadavg[i] == ' ') {
+      ++field;
+      while (i < loadavg.size() && loadavg[i] == ' ') ++i;
+    } else {
+      ++i;
+    }
+  }
+  const size_t slash = loadavg.find('/', i);
+  if (field != 3 || slash == std::string_view::npos) return -1;
+  int value = -1;
+  const auto [end, error] = std::from_chars(loadavg.data() + i, loadavg.data() + slash, value);
+  return error == std::errc() && end == loadavg.data() + slash ? value : -1;
+}
+
+int runnable_threads() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return -1;
+  char text[128];
+  const size_t got = std::fread(text, 1, sizeof text - 1, f);
+  std::fclose(f);
+  return parse_runnable_threads(std::string_view(text, got));
+}
+
+int threads_in_excess(int runnable, int awake_ours, int threads, int cores) {
+  const int others = runnable > awake_ours ? runnable - awake_ours : 0;
+  return others + threads > cores ? others + threads - cores : 0;
+}
+
 }  // namespace detail
 
 bool in_parallel_region() { return t_in_region; }
 
 int64_t parallel_chunks(int64_t n, double work) {
   if (t_in_region || work < kParallelMinWork || n < 2) return 1;
-  const int64_t threads = detail::pool_threads();
-  int64_t chunks = threads < n ? threads : n;
+  const int64_t threads = detail::threads_to_use();
+  if (threads == 1) return 1;
+  // Quiet: one chunk a thread, the fewest and largest pieces. Busy: kChunksPerThread each, so
+  // that a preempted thread holds back one small piece. The bits are the same either way.
+  const int64_t wanted = detail::pool_sees_busy_machine() ? threads * kChunksPerThread : threads;
+  int64_t chunks = wanted < n ? wanted : n;
   // Each chunk should still carry about kParallelMinWork / 2 of work.
   const auto by_work = static_cast<int64_t>(work / (kParallelMinWork / 2));
   if (by_work < chunks) chunks = by_work;

@@ -1,12 +1,27 @@
 // The thread count, set in one place. attograd's own pool (core/parallel.h) is the only pool
 // that runs work in parallel; OpenBLAS is kept single-threaded so that the two never spin on
 // the same cores.
+//
+//   set_num_threads(parse_threads("auto"));   // every core this process may run on
+//   set_num_threads(parse_threads("2"));
 #pragma once
+
+#include <string>
 
 namespace ag {
 
 // Sets the number of threads attograd uses (the calling thread included). n >= 1.
 void set_num_threads(int n);
 int num_threads();
+
+// The cores this process may run on: the CPUs of its affinity mask (a container's or
+// mpirun's binding), never more than the machine has; at least 1. The pool starts with this
+// many threads. Work too small to split runs on one thread whatever the count
+// (parallel_chunks), so "auto" costs nothing on tiny models.
+int usable_cores();
+
+// A thread count as a user writes it: "auto" (usable_cores()) or an integer in [1, max]. The
+// std::invalid_argument names the text and the range.
+int parse_threads(const std::string& text, int max = 256);
 
 }  // namespace ag

@@ -97,11 +97,13 @@ void run_product(const Tensor& a, const Tensor& b, const ProductShapes& shapes, 
   // kSplitAlign rows: BLAS kernels give a matrix's last rows (past a multiple of their unroll)
   // a different loop, and an aligned split keeps every row on the same path, so the bits do
   // not depend on the thread count (tests/core/test_parallel.cpp holds this; splitting columns
-  // does not keep it, so it is not done).
+  // does not keep it, so it is not done). The rows past the last multiple go with the piece
+  // before them: a piece of one row alone would be a matrix-vector product to BLAS, another
+  // loop again.
   constexpr int64_t kSplitAlign = 64;
   const double work = 2.0 * static_cast<double>(nb) * static_cast<double>(m) * static_cast<double>(n) *
                       static_cast<double>(k);
-  const int64_t units = (m + kSplitAlign - 1) / kSplitAlign;
+  const int64_t units = std::max<int64_t>(1, m / kSplitAlign);
   const int64_t threads = parallel_chunks(std::max(nb, units), work);
   const bool split_batch = nb >= threads;
   dispatch(a.dtype(), [&]<typename T>(T) {
@@ -130,7 +132,7 @@ void run_product(const Tensor& a, const Tensor& b, const ProductShapes& shapes, 
     }
     for (int64_t bi = 0; bi < nb; ++bi) {
       parallel_for(units, std::min(threads, units), [&](int64_t u0, int64_t u1) {
-        product(bi, u0 * kSplitAlign, std::min(u1 * kSplitAlign, m));
+        product(bi, u0 * kSplitAlign, u1 == units ? m : u1 * kSplitAlign);
       });
     }
   });

@@ -1,13 +1,18 @@
 // The thread pool (core/parallel.h) and the kernels that split work over it: every index is
-// visited once, errors reach the caller, and big products and attention give the same bits
-// with 1 and 2 threads (and the right values, against a naive loop).
+// visited once, errors reach the caller, a busy machine gets fewer threads and more chunks, and
+// big products, attention, elementwise ops and layer norm give the same bits however the work
+// is cut (and the right values, against a naive loop).
 #include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
 #include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/parallel.h"
+#include "attograd/core/threads.h"
 #include "support.h"
 
 namespace ag::testing {
@@ -18,6 +23,29 @@ struct ThreadCount {
   int saved = num_threads();
   explicit ThreadCount(int n) { set_num_threads(n); }
   ~ThreadCount() { set_num_threads(saved); }
+};
+
+// Makes the pool assume `excess` threads too many for the cores (0: a quiet machine) for a
+// test's duration, whatever the machine is doing.
+struct MachineLoad {
+  explicit MachineLoad(int excess) { detail::force_excess(excess); }
+  ~MachineLoad() { detail::force_excess(-1); }
+};
+
+// Two threads splitting work into kChunksPerThread chunks each: three threads in the pool on a
+// machine where one of them has no core.
+struct TwoBusyThreads {
+  ThreadCount threads{3};
+  MachineLoad load{1};
+};
+
+// The three ways a job is cut, for the bit-identity tests: 0 one thread; 1 two threads on a
+// quiet machine, a chunk each; 2 two threads on a busy machine, kChunksPerThread chunks each.
+constexpr int kSplittings = 3;
+struct Splitting {
+  explicit Splitting(int way) : threads(way == 0 ? 1 : way == 1 ? 2 : 3), load(way == 2 ? 1 : 0) {}
+  ThreadCount threads;
+  MachineLoad load;
 };
 
 Tensor naive_matmul(const Tensor& a, const Tensor& b) {
@@ -100,10 +128,98 @@ BOOST_AUTO_TEST_CASE(nested_regions_run_inline) {
 
 BOOST_AUTO_TEST_CASE(small_work_is_not_split) {
   const ThreadCount threads(2);
+  const MachineLoad quiet(0);
   BOOST_TEST(parallel_chunks(100, kParallelMinWork / 2) == 1);
-  BOOST_TEST(parallel_chunks(100, 100 * kParallelMinWork) == 2);
+  BOOST_TEST(parallel_chunks(100, 100 * kParallelMinWork) == 2);  // a chunk a thread
   const ThreadCount one(1);
   BOOST_TEST(parallel_chunks(100, 100 * kParallelMinWork) == 1);
+}
+
+// On a busy machine the pool uses the threads that still have a core, each taking
+// kChunksPerThread chunks; with no core to spare it runs the job on the calling thread alone.
+BOOST_AUTO_TEST_CASE(a_busy_machine_gets_fewer_threads_and_more_chunks) {
+  {
+    const ThreadCount threads(2);
+    const MachineLoad one_core_taken(1);
+    BOOST_TEST(detail::threads_to_use() == 1);
+    BOOST_TEST(parallel_chunks(100, 100 * kParallelMinWork) == 1);
+  }
+  {
+    const ThreadCount threads(4);
+    const MachineLoad one_core_taken(1);
+    BOOST_TEST(detail::threads_to_use() == 3);
+    BOOST_TEST(parallel_chunks(100, 100 * kParallelMinWork) == 3 * kChunksPerThread);
+    BOOST_TEST(parallel_chunks(5, 100 * kParallelMinWork) == 5);            // short range
+    BOOST_TEST(parallel_chunks(100, 1.5 * kParallelMinWork) == 3);          // little work
+    BOOST_TEST(parallel_chunks(100, kParallelMinWork / 2) == 1);
+  }
+  {
+    const ThreadCount threads(4);
+    const MachineLoad everything_taken(10);
+    BOOST_TEST(detail::threads_to_use() == 1);
+  }
+}
+
+// A worker that stalls inside its first chunk (as one preempted by another program does) holds
+// back that chunk only: the other threads take every other chunk instead of waiting for the
+// stalled worker's share of the job.
+BOOST_AUTO_TEST_CASE(a_stalled_worker_holds_back_only_its_own_chunk) {
+  const TwoBusyThreads two;
+  const int64_t n = 1000, chunks = parallel_chunks(n, 1e9);
+  BOOST_TEST(chunks == 2 * kChunksPerThread);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::mutex mutex;
+  std::thread::id stalled;
+  std::atomic<int> by_stalled{0}, total{0};
+  parallel_for(n, chunks, [&](int64_t, int64_t) {
+    total.fetch_add(1);
+    const std::thread::id me = std::this_thread::get_id();
+    bool stall = false;
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (me != caller && stalled == std::thread::id()) {
+        stalled = me;
+        stall = true;
+      }
+      if (me == stalled) by_stalled.fetch_add(1);
+    }
+    if (stall) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  });
+  BOOST_TEST(total.load() == chunks);
+  BOOST_TEST(by_stalled.load() <= 1, "the stalled worker ran " << by_stalled.load() << " chunks");
+}
+
+BOOST_AUTO_TEST_CASE(the_runnable_count_is_read_from_loadavg) {
+  BOOST_TEST(detail::parse_runnable_threads("0.52 0.61 0.70 3/245 12345\n") == 3);
+  BOOST_TEST(detail::parse_runnable_threads("12.00 9.10 4.70 17/1203 99") == 17);
+  BOOST_TEST(detail::parse_runnable_threads("") == -1);
+  BOOST_TEST(detail::parse_runnable_threads("0.52 0.61 0.70") == -1);
+  BOOST_TEST(detail::parse_runnable_threads("0.52 0.61 0.70 x/245 1") == -1);
+  BOOST_TEST(detail::runnable_threads() >= 1);  // this test's own thread is running
+}
+
+BOOST_AUTO_TEST_CASE(the_machine_is_busy_when_others_want_our_cores) {
+  // 2 threads of ours, both awake, on 2 cores: one too many once one other thread is runnable.
+  BOOST_TEST(detail::threads_in_excess(2, 2, 2, 2) == 0);
+  BOOST_TEST(detail::threads_in_excess(3, 2, 2, 2) == 1);
+  BOOST_TEST(detail::threads_in_excess(5, 2, 2, 2) == 3);
+  // Our worker asleep: the runnable count holds one thread of ours.
+  BOOST_TEST(detail::threads_in_excess(1, 1, 2, 2) == 0);
+  BOOST_TEST(detail::threads_in_excess(2, 1, 2, 2) == 1);
+  // Room to spare: 2 threads on 8 cores beside 5 others.
+  BOOST_TEST(detail::threads_in_excess(7, 2, 2, 8) == 0);
+  BOOST_TEST(detail::threads_in_excess(9, 2, 2, 8) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(thread_counts_parse_auto_and_numbers) {
+  BOOST_TEST(usable_cores() >= 1);
+  BOOST_TEST(parse_threads("auto") == usable_cores());
+  BOOST_TEST(parse_threads("auto", 1) == 1);
+  BOOST_TEST(parse_threads("3") == 3);
+  BOOST_TEST(parse_threads("256") == 256);
+  for (const char* bad : {"0", "-1", "257", "", "two", "2x", " 2"}) {
+    AG_CHECK_THROWS_WITH(parse_threads(bad), std::invalid_argument, "expected 'auto' or a whole number in [1, 256]");
+  }
 }
 
 // Shapes big enough to be split: by rows (one piece only the last 2 rows), with a transposed
@@ -126,16 +242,14 @@ BOOST_AUTO_TEST_CASE(big_products_give_the_same_bits_with_one_and_two_threads) {
       const Tensor b = c.transpose_b ? b_stored.t() : b_stored;
       BOOST_TEST_CONTEXT("a " << c.a << " b " << b.shape() << " " << dtype_name(dtype)) {
         BOOST_REQUIRE(2.0 * static_cast<double>(a.numel()) * static_cast<double>(b.shape()[-1]) > 2 * kParallelMinWork);
-        Tensor one, two;
-        {
-          const ThreadCount t(1);
-          one = kernels::matmul(a, b);
+        Tensor out[kSplittings];
+        for (int way = 0; way < kSplittings; ++way) {
+          const Splitting split(way);
+          out[way] = kernels::matmul(a, b);
         }
-        {
-          const ThreadCount t(2);
-          two = kernels::matmul(a, b);
-        }
-        BOOST_TEST(same_bits(one, two));
+        const Tensor& two = out[2];
+        BOOST_TEST(same_bits(out[0], out[1]));
+        BOOST_TEST(same_bits(out[0], out[2]));
         if (a.dim() == 2) {
           const double tol = dtype == DType::f32 ? 1e-3 : 1e-10;
           BOOST_TEST(max_abs_diff(two.to(DType::f64), naive_matmul(a.to(DType::f64), b.to(DType::f64))) < tol);
@@ -180,21 +294,22 @@ BOOST_AUTO_TEST_CASE(attention_split_over_heads_gives_the_same_bits) {
   const Tensor k = normal({B, T, H, D}, 0.0, 1.0, gen).permute({0, 2, 1, 3});  // strided, as in the layer
   const Tensor v = normal({B, H, T, D}, 0.0, 1.0, gen);
   const Tensor g = normal({B, H, T, D}, 0.0, 1.0, gen);
-  kernels::AttentionForward f[2];
-  kernels::AttentionGrads d[2];
-  for (int threads : {1, 2}) {
-    const ThreadCount t(threads);
-    BOOST_REQUIRE(threads == 1 || parallel_chunks(B * H, 4.0 * B * H * T * T * 2 * D) == 2);
-    const size_t i = static_cast<size_t>(threads - 1);
-    f[i] = kernels::attention_forward(q, k, v, Tensor(), Tensor(), 0.125, kernels::DropoutMask{});
-    d[i] = kernels::attention_backward(g, q, k, v, f[i].weights, 0.125, kernels::DropoutMask{}, true, true, true,
-                                       false);
+  kernels::AttentionForward f[kSplittings];
+  kernels::AttentionGrads d[kSplittings];
+  for (int way = 0; way < kSplittings; ++way) {
+    const Splitting split(way);
+    BOOST_REQUIRE(parallel_chunks(B * H, 4.0 * B * H * T * T * 2 * D) == (way == 0 ? 1 : way == 1 ? 2 : 8));
+    f[way] = kernels::attention_forward(q, k, v, Tensor(), Tensor(), 0.125, kernels::DropoutMask{});
+    d[way] = kernels::attention_backward(g, q, k, v, f[way].weights, 0.125, kernels::DropoutMask{}, true, true, true,
+                                         false);
   }
-  BOOST_TEST(same_bits(f[0].output, f[1].output));
-  BOOST_TEST(same_bits(f[0].weights, f[1].weights));
-  BOOST_TEST(same_bits(d[0].dq, d[1].dq));
-  BOOST_TEST(same_bits(d[0].dk, d[1].dk));
-  BOOST_TEST(same_bits(d[0].dv, d[1].dv));
+  for (int way = 1; way < kSplittings; ++way) {
+    BOOST_TEST(same_bits(f[0].output, f[way].output));
+    BOOST_TEST(same_bits(f[0].weights, f[way].weights));
+    BOOST_TEST(same_bits(d[0].dq, d[way].dq));
+    BOOST_TEST(same_bits(d[0].dk, d[way].dk));
+    BOOST_TEST(same_bits(d[0].dv, d[way].dv));
+  }
 }
 
 // Contiguous elementwise loops over 1.2M elements are split over the pool: same bits with 1
@@ -209,11 +324,11 @@ BOOST_AUTO_TEST_CASE(big_elementwise_ops_give_the_same_bits_split_or_strided) {
       const Tensor at = a.t().contiguous().t();
       const Tensor bt = b.t().contiguous().t();
       BOOST_REQUIRE(!at.is_contiguous());
-      std::vector<Tensor> results[2];
-      for (int threads : {1, 2}) {
-        const ThreadCount t(threads);
-        BOOST_REQUIRE(threads == 1 || parallel_chunks(a.numel(), 4.0 * static_cast<double>(a.numel())) == 2);
-        std::vector<Tensor>& r = results[threads - 1];
+      std::vector<Tensor> results[kSplittings];
+      for (int way = 0; way < kSplittings; ++way) {
+        const Splitting split(way);
+        BOOST_REQUIRE(parallel_chunks(a.numel(), 4.0 * static_cast<double>(a.numel())) == (way == 0 ? 1 : way == 1 ? 2 : 8));
+        std::vector<Tensor>& r = results[way];
         r.push_back(kernels::add(a, b));
         r.push_back(kernels::relu_backward(a, b));
         r.push_back(kernels::unary(kernels::UnaryOp::relu, a));
@@ -229,6 +344,7 @@ BOOST_AUTO_TEST_CASE(big_elementwise_ops_give_the_same_bits_split_or_strided) {
                                            acc};
       for (size_t i = 0; i < strided.size(); ++i) {
         BOOST_TEST(same_bits(results[0][i], results[1][i]), "op " << i);
+        BOOST_TEST(same_bits(results[0][i], results[2][i]), "op " << i);
         BOOST_TEST(same_bits(results[0][i], strided[i]), "op " << i);
       }
       // And the values themselves: relu_grad passes b where a > 0, add_ adds 0.25 b.
@@ -254,19 +370,20 @@ BOOST_AUTO_TEST_CASE(layer_norm_gives_the_same_bits_with_one_and_two_threads) {
   const Tensor w = normal({520}, 1.0, 0.3, gen);
   const Tensor b = normal({520}, 0.0, 0.3, gen);
   const Tensor g = normal(shape, 0.0, 1.0, gen);
-  kernels::LayerNormForward f[2];
-  kernels::LayerNormGrads d[2];
-  for (int threads : {1, 2}) {
-    const ThreadCount t(threads);
-    BOOST_REQUIRE(threads == 1 || parallel_chunks(1500, 8.0 * static_cast<double>(shape.numel())) == 2);
-    const size_t i = static_cast<size_t>(threads - 1);
-    f[i] = kernels::layer_norm_forward(x, w, b, 1, 1e-5);
-    d[i] = kernels::layer_norm_backward(g, x, f[i].mean, f[i].rstd, w, 1, true, true, true);
+  kernels::LayerNormForward f[kSplittings];
+  kernels::LayerNormGrads d[kSplittings];
+  for (int way = 0; way < kSplittings; ++way) {
+    const Splitting split(way);
+    BOOST_REQUIRE(parallel_chunks(1500, 8.0 * static_cast<double>(shape.numel())) == (way == 0 ? 1 : way == 1 ? 2 : 8));
+    f[way] = kernels::layer_norm_forward(x, w, b, 1, 1e-5);
+    d[way] = kernels::layer_norm_backward(g, x, f[way].mean, f[way].rstd, w, 1, true, true, true);
   }
-  BOOST_TEST(same_bits(f[0].y, f[1].y));
-  BOOST_TEST(same_bits(d[0].dx, d[1].dx));
-  BOOST_TEST(same_bits(d[0].dweight, d[1].dweight));
-  BOOST_TEST(same_bits(d[0].dbias, d[1].dbias));
+  for (int way = 1; way < kSplittings; ++way) {
+    BOOST_TEST(same_bits(f[0].y, f[way].y));
+    BOOST_TEST(same_bits(d[0].dx, d[way].dx));
+    BOOST_TEST(same_bits(d[0].dweight, d[way].dweight));
+    BOOST_TEST(same_bits(d[0].dbias, d[way].dbias));
+  }
   const auto f64 = [](const Tensor& t) { return t.to(DType::f64); };
   const kernels::LayerNormForward f_ref = kernels::layer_norm_forward(f64(x), f64(w), f64(b), 1, 1e-5);
   const kernels::LayerNormGrads d_ref =
