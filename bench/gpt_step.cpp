@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "../examples/threads_flag.h"
 #include "attograd/autograd/profiler.h"
 #include "attograd/core/indices.h"
 #include "attograd/core/rng.h"
@@ -150,7 +151,8 @@ int run_generate(const std::string& config_name, const Config& c, int64_t new_to
 
 int main(int argc, char** argv) {
   std::string config_name = "baby";
-  int64_t threads = 2, steps = 20, warmup = 3, generate_tokens = 0, repeats = 3;
+  int64_t steps = 20, warmup = 3, generate_tokens = 0, repeats = 3;
+  std::string threads_text = "auto";
   bool json = false, profile = false, no_cache = false;
   CLI::App app{"Times GPT training steps or generation (bench/compare_gpt.sh runs it against PyTorch).", "gpt_step"};
   app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION);
@@ -158,7 +160,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, unused] : kConfigs) names.push_back(name);
   // --config names a benchmark shape here, not a file: CLI11's config-file option stays off.
   app.add_option("--config", config_name, "the model and batch shape")->check(CLI::IsMember(names))->capture_default_str();
-  app.add_option("--threads", threads, "threads of our pool")->check(CLI::Range(int64_t{1}, int64_t{256}))->capture_default_str();
+  ag::add_threads_flag(app, threads_text, "threads of our pool");
   app.add_option("--steps", steps, "timed training steps")->check(CLI::Range(int64_t{1}, int64_t{1000000}))->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps (or generations) first")
       ->check(CLI::Range(int64_t{0}, int64_t{1000000}))
@@ -174,6 +176,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const Config& c = kConfigs.at(config_name);
 
+  const int64_t threads = ag::parse_threads(threads_text);
   ag::set_num_threads(static_cast<int>(threads));
   if (generate_tokens > 0) return run_generate(config_name, c, generate_tokens, !no_cache, repeats, warmup, threads, json);
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "attograd.h"
+#include "../examples/threads_flag.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/optim.h"
 #include "attograd/train/tasks.h"
@@ -115,7 +116,8 @@ double time_products(const Config& c, int64_t steps, int64_t warmup) {
 
 int main(int argc, char** argv) {
   std::string config_name = "tiny";
-  int64_t threads = 2, steps = 20, warmup = 3;
+  int64_t steps = 20, warmup = 3;
+  std::string threads_text = "auto";
   bool json = false, profile = false, gemm_only = false;
   CLI::App app{"Times training steps of the benchmark configurations (bench/compare.sh runs it against PyTorch).",
                "train_step"};
@@ -124,7 +126,7 @@ int main(int argc, char** argv) {
   for (const auto& [name, unused] : kConfigs) names.push_back(name);
   // --config names a benchmark shape here, not a file: CLI11's config-file option stays off.
   app.add_option("--config", config_name, "the model and batch shape")->check(CLI::IsMember(names))->capture_default_str();
-  app.add_option("--threads", threads, "threads of our pool")->check(CLI::Range(int64_t{1}, int64_t{256}))->capture_default_str();
+  ag::add_threads_flag(app, threads_text, "threads of our pool");
   app.add_option("--steps", steps, "timed steps")->check(CLI::Range(int64_t{1}, int64_t{1000000}))->capture_default_str();
   app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::Range(int64_t{0}, int64_t{1000000}))->capture_default_str();
   app.add_flag("--json", json, "one JSON line instead of text");
@@ -133,6 +135,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   const Config& c = kConfigs.at(config_name);
 
+  const int64_t threads = ag::parse_threads(threads_text);
   ag::set_num_threads(static_cast<int>(threads));
   if (gemm_only) {
     const double median = time_products(c, steps, warmup);

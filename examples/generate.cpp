@@ -22,6 +22,7 @@
 #include "attograd/models/generate.h"
 #include "attograd/train/gpt_trainer.h"
 #include "attograd/train/text.h"
+#include "threads_flag.h"
 
 #ifndef ATTOGRAD_VERSION
 #define ATTOGRAD_VERSION "unknown"
@@ -37,7 +38,7 @@ struct Args {
   int64_t tokens = 200;
   SamplingOptions sampling{.temperature = 0.8, .top_k = 0, .top_p = 1.0, .seed = 0};
   bool no_cache = false;
-  int threads = 1;
+  std::string threads = "auto";
 };
 
 class Usage : public std::invalid_argument {
@@ -73,7 +74,7 @@ std::string quoted_list(const std::vector<std::string>& items) {
 }
 
 int run(const Args& args) {
-  set_num_threads(args.threads);
+  set_num_threads(parse_threads(args.threads));
   LoadedGPT loaded = load_gpt_checkpoint(args.checkpoint);  // refuses other kinds of checkpoint by name
   GPT& model = *loaded.model;
   const Tokenizer& tok = loaded.tokenizer;
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seed", args.sampling.seed, "the sampling stream")->capture_default_str();
   app.add_flag("--no-cache", args.no_cache, "recompute the whole window for every token (same tokens, slower)");
-  app.add_option("--threads", args.threads, "threads for matrix products")->check(CLI::Range(1, 256))->capture_default_str();
+  add_threads_flag(app, args.threads, "threads for matrix products");
   const auto usage = [&](const std::string& what) {
     std::cerr << program << ": " << what << "\n(" << program << " --help lists the flags)\n";
     return 2;

@@ -41,6 +41,7 @@ struct TrainGPTArgs {
   std::string resume_path;
   std::string log_path = std::string(kGPTRunDir) + "/metrics.jsonl";
   std::string plot_path = std::string(kGPTRunDir) + "/plot.svg";
+  std::string threads = "auto";   // --threads, resolved into trainer.threads
   std::string config_path;        // --config: flags read from this TOML file
   std::string write_config_path;  // --write-config: the effective configuration goes here
   std::string config_text;        // the effective configuration as TOML (every flag, its value)
@@ -62,7 +63,6 @@ struct TrainGPTArgs {
     o.eval_every = 50;
     o.eval_windows = 64;
     o.sample_tokens = 100;
-    o.threads = 2;
     return o;
   }
 };
@@ -121,8 +121,7 @@ inline void declare_train_gpt_flags(CLI::App& app, TrainGPTArgs& a) {
 
   integer("--eval-every", a.trainer.eval_every, 1, kBig, "validation loss and a sample every N steps",
           "evaluation and output");
-  app.add_option("--threads", a.trainer.threads, "threads for matrix products")
-      ->check(int_range(1, RL::threads))
+  add_threads_flag(app, a.threads, "threads for matrix products", RL::threads)
       ->group("evaluation and output");
   app.add_option("--save", a.save_path,
                  "checkpoint at every evaluation and at the end (default runs/gpt/ckpt.safetensors; with --resume, "
@@ -166,6 +165,7 @@ inline TrainGPTArgs parse_train_gpt_args(const std::vector<std::string>& argv) {
     return a;
   }
   const auto given = [&](const char* flag) { return app.count(flag) > 0; };
+  a.trainer.threads = parse_threads(a.threads, TrainerLimits::threads);
   a.config_text = detail::configuration_text(app.config_to_str(/*default_also=*/true, /*write_description=*/true),
                                              "train_gpt");
 

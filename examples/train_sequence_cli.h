@@ -33,6 +33,7 @@
 #include "attograd/train/outputs.h"
 #include "attograd/train/tasks.h"
 #include "attograd/train/trainer.h"
+#include "threads_flag.h"
 
 #ifndef ATTOGRAD_VERSION
 #define ATTOGRAD_VERSION "unknown"
@@ -224,6 +225,7 @@ inline std::string configuration_text(const std::string& toml, const std::string
 // outlive the parse). The defaults shown come from the option structs.
 struct TrainSequenceChoices {
   std::string task, positional, optimizer, schedule;
+  std::string threads = "auto";
   bool pre_norm = false, post_norm = false;
 };
 
@@ -295,8 +297,7 @@ inline void declare_train_sequence_flags(CLI::App& app, TrainSequenceArgs& a, Tr
           "evaluation and output");
   real("--target-acc", a.trainer.target_seq_acc, 0.0, 1.0, "stop at this held-out exact-sequence accuracy",
        "evaluation and output");
-  app.add_option("--threads", a.trainer.threads, "threads for matrix products (more rarely pays off here)")
-      ->check(int_range(1, RL::threads))
+  add_threads_flag(app, c.threads, "threads for matrix products", RL::threads)
       ->group("evaluation and output");
   text("--save", a.save_path, "checkpoint (safetensors) at every evaluation and at the end", "evaluation and output")->check(path_given);
   text("--resume", a.resume_path, "continue the run saved in PATH (model, task and optimizer come from it)",
@@ -357,6 +358,7 @@ inline TrainSequenceArgs parse_train_sequence_args(const std::vector<std::string
   a.model.positional = choice("--positional", parse_positional_kind, c.positional);
   a.trainer.optimizer = choice("--optimizer", parse_optimizer_kind, c.optimizer);
   a.trainer.schedule = choice("--schedule", parse_lr_decay, c.schedule);
+  a.trainer.threads = parse_threads(c.threads, TrainerLimits::threads);
   if (c.post_norm) a.model.norm_first = false;
   a.config_text = detail::configuration_text(app.config_to_str(/*default_also=*/true, /*write_description=*/true));
 

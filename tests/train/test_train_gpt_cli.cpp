@@ -31,6 +31,8 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_baby_model_on_fortunes) {
   BOOST_TEST(a.save_path == "runs/gpt/ckpt.safetensors");
   BOOST_TEST(a.log_path == "runs/gpt/metrics.jsonl");
   BOOST_TEST(a.plot_path == "runs/gpt/plot.svg");
+  BOOST_TEST(a.threads == "auto");
+  BOOST_TEST(a.trainer.threads == usable_cores());  // --threads auto: the cores this process may use
 }
 
 BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
@@ -75,6 +77,8 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_flag_and_the_value) {
   AG_CHECK_THROWS_WITH(parse({"--warmup", "300"}), UsageError, "--warmup", "300", "--steps 300");
   AG_CHECK_THROWS_WITH(parse({"--data", ""}), UsageError, "--data");
   AG_CHECK_THROWS_WITH(parse({"--colour", "red"}), UsageError, "unknown flag", "--colour");
+  AG_CHECK_THROWS_WITH(parse({"--threads", "many"}), UsageError, "--threads", "'many'", "'auto' or a whole number");
+  AG_CHECK_THROWS_WITH(parse({"--threads", "0"}), UsageError, "--threads", "'0'", "[1, 256]");
 }
 
 BOOST_AUTO_TEST_CASE(resume_keeps_the_runs_settings_and_saves_over_its_file) {

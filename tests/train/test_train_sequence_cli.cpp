@@ -29,7 +29,7 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_readme_run) {
   BOOST_TEST(a.model.vocab == 16);
   BOOST_TEST(a.model.max_len == 16);
   BOOST_TEST(a.trainer.target_seq_acc == 0.99);
-  BOOST_TEST(a.trainer.threads == 1);
+  BOOST_TEST(a.trainer.threads == usable_cores());  // --threads auto
   BOOST_TEST(a.model.d_model == 64);
   BOOST_TEST(a.model.n_layers == 2);
   BOOST_TEST(a.model.norm_first);
@@ -129,7 +129,8 @@ BOOST_AUTO_TEST_CASE(malformed_and_out_of_range_numbers_name_the_flag) {
   AG_CHECK_THROWS_WITH(parse({"--momentum", "-0.1"}), UsageError, "--momentum");
   AG_CHECK_THROWS_WITH(parse({"--target-acc", "1.5"}), UsageError, "--target-acc");
   AG_CHECK_THROWS_WITH(parse({"--target-acc", "0"}), UsageError, "--target-acc");
-  AG_CHECK_THROWS_WITH(parse({"--threads", "0"}), UsageError, "--threads");
+  AG_CHECK_THROWS_WITH(parse({"--threads", "0"}), UsageError, "--threads", "'0'", "[1, 256]");
+  AG_CHECK_THROWS_WITH(parse({"--threads", "all"}), UsageError, "--threads", "'all'", "'auto' or a whole number");
   AG_CHECK_THROWS_WITH(parse({"--seed", "-1"}), UsageError, "--seed", "unsigned");
 }
 
