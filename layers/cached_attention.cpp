@@ -7,23 +7,14 @@
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops.h"
+#include "attograd/layers/decoding_support.h"
 
 namespace ag {
 
 namespace {
 
-void require_no_grad(const char* op) {
-  if (grad_enabled()) {
-    throw std::logic_error(std::string(op) +
-                           ": decoding through a KvCache builds no graph (cached keys and values are plain "
-                           "tensors); run it under a NoGradGuard");
-  }
-}
-
-// (B, T, H * d) -> (B, H, T, d), a view.
-Variable split_heads(const Variable& x, int64_t n_head, int64_t d) {
-  return permute(reshape(x, {x.shape()[0], x.shape()[1], n_head, d}), {0, 2, 1, 3});
-}
+using decoding::require_no_grad;
+using decoding::split_heads;
 
 // Query i of the new positions sits at absolute position past + i and sees keys 0 .. past + i:
 // keep (1, 1, T_new, past + T_new). A single new position sees every cached key: no mask.
