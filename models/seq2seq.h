@@ -75,14 +75,9 @@ struct Seq2SeqOptions {
   bool scale_embeddings = true;   // multiply looked-up embeddings by sqrt(d_model), as the paper
 };
 
-struct Seq2SeqLimits {
-  static constexpr int64_t vocab = int64_t{1} << 20;
-  static constexpr int64_t max_len = 4096;
-  static constexpr int64_t d_model = int64_t{1} << 16;
-  static constexpr int64_t n_head = int64_t{1} << 16;
-  static constexpr int64_t d_ff = int64_t{1} << 20;
-  static constexpr int64_t n_layers = 1024;
-};
+// The upper bounds of the options: the encoder tagger's (vocab, max_len, d_model, n_head, d_ff,
+// n_layers), one set for every transformer of the library.
+using Seq2SeqLimits = SequenceModelLimits;
 
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const Seq2SeqOptions& options);
