@@ -15,6 +15,13 @@ const char* activation_name(Activation activation) {
   return "?";
 }
 
+Activation parse_activation(const std::string& name) {
+  for (Activation a : {Activation::relu, Activation::gelu}) {
+    if (name == activation_name(a)) return a;
+  }
+  throw std::invalid_argument("unknown activation '" + name + "' (choose relu or gelu)");
+}
+
 Variable apply_activation(Activation activation, const Variable& x) {
   switch (activation) {
     case Activation::relu: return relu(x);

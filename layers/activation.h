@@ -12,6 +12,8 @@ namespace ag {
 // Which nonlinearity a feed-forward block uses.
 enum class Activation { relu, gelu };
 const char* activation_name(Activation activation);
+// Inverse of activation_name; std::invalid_argument listing the choices otherwise.
+Activation parse_activation(const std::string& name);
 Variable apply_activation(Activation activation, const Variable& x);
 
 class ReLU : public Module {

@@ -115,6 +115,20 @@ class Module {
   bool training_ = true;
 };
 
+// Puts a module in eval mode for one scope and back into the mode it had, also when the scope
+// ends by an exception: evaluation and decoding must not leave a training model in eval mode.
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(Module& m) : module_(m), was_training_(m.is_training()) { m.eval(); }
+  ~EvalModeGuard() { module_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  Module& module_;
+  bool was_training_;
+};
+
 template <class M>
 M& Module::register_module(std::string name, std::unique_ptr<M> module) {
   static_assert(std::is_base_of_v<Module, M>, "register_module: M must derive from ag::Module");

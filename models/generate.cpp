@@ -49,19 +49,6 @@ void check_window_shift(int64_t shift, int64_t block_size, const char* op) {
   }
 }
 
-// Restores the model's train/eval mode when generation ends (also by exception).
-class ModeGuard {
- public:
-  explicit ModeGuard(Module& m) : module_(m), training_(m.is_training()) {}
-  ~ModeGuard() { module_.train(training_); }
-  ModeGuard(const ModeGuard&) = delete;
-  ModeGuard& operator=(const ModeGuard&) = delete;
-
- private:
-  Module& module_;
-  bool training_;
-};
-
 }  // namespace
 
 void validate(const SamplingOptions& o) {
@@ -191,8 +178,7 @@ std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, co
   std::vector<int64_t> out;
   if (o.max_new_tokens == 0) return out;
 
-  ModeGuard mode(model);
-  model.eval();
+  EvalModeGuard eval(model);
   GPTDecoder decoder(model, DecodeOptions{o.use_cache, o.window_shift});
   std::vector<double> logits = decoder.feed(prompt);
   for (int64_t n = 0; n < o.max_new_tokens; ++n) {

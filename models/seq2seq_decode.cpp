@@ -48,19 +48,6 @@ std::vector<double> log_probs(const Tensor& logits_row) {
   return v;
 }
 
-// Puts the model in eval mode for a scope and restores its mode.
-class EvalScope {
- public:
-  explicit EvalScope(Module& m) : module_(m), was_training_(m.is_training()) { m.eval(); }
-  ~EvalScope() { module_.train(was_training_); }
-  EvalScope(const EvalScope&) = delete;
-  EvalScope& operator=(const EvalScope&) = delete;
-
- private:
-  Module& module_;
-  bool was_training_;
-};
-
 // Checks the options and the source; returns max_tokens resolved.
 int64_t checked(Seq2Seq& model, const Indices& src, const std::vector<int64_t>& src_lengths,
                 const Seq2SeqDecodeOptions& o, const char* op) {
@@ -172,7 +159,7 @@ std::vector<Hypothesis> greedy_decode(Seq2Seq& model, const Indices& src, const 
                                       const Seq2SeqDecodeOptions& options) {
   const int64_t max_tokens = checked(model, src, src_lengths, options, "greedy_decode");
   NoGradGuard no_grad;
-  EvalScope eval(model);
+  EvalModeGuard eval(model);
   const int64_t B = src.shape[0];
   Seq2SeqDecoder decoder(model, model.encode(src, src_lengths).value(), src_lengths, options.use_cache);
   std::vector<std::vector<int64_t>> tokens(static_cast<size_t>(B));
@@ -286,7 +273,7 @@ std::vector<Hypothesis> beam_search(Seq2Seq& model, const Indices& src, const st
                                     const Seq2SeqDecodeOptions& options) {
   const int64_t max_tokens = checked(model, src, src_lengths, options, "beam_search");
   NoGradGuard no_grad;
-  EvalScope eval(model);
+  EvalModeGuard eval(model);
   const int64_t S = src.shape[1];
   std::vector<Hypothesis> out;
   for (int64_t b = 0; b < src.shape[0]; ++b) {

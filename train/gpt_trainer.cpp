@@ -44,18 +44,6 @@ std::string data_fingerprint(const std::vector<int64_t>& tokens) {
   return OrderedJson({{"tokens", tokens.size()}, {"crc32c", crc}}).dump();
 }
 
-class EvalModeGuard {
- public:
-  explicit EvalModeGuard(Module& m) : module_(m), was_training_(m.is_training()) { m.eval(); }
-  ~EvalModeGuard() { module_.train(was_training_); }
-  EvalModeGuard(const EvalModeGuard&) = delete;
-  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
-
- private:
-  Module& module_;
-  bool was_training_;
-};
-
 void check_long_enough(const char* part, size_t tokens, int64_t block_size) {
   if (static_cast<int64_t>(tokens) < block_size + 1) {
     throw std::invalid_argument(std::string("GPTTrainer: the ") + part + " text has " + std::to_string(tokens) +

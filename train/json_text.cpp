@@ -1,5 +1,6 @@
 #include "attograd/train/json_text.h"
 
+#include <algorithm>
 #include <limits>
 #include <unordered_set>
 #include <vector>
@@ -110,6 +111,25 @@ Json parse_options_object(const std::string& text, std::initializer_list<std::st
     if (!ok) throw std::invalid_argument(op + "unknown field \"" + key + "\"");
   }
   return j;
+}
+
+OrderedJson seed_json(uint64_t seed) {
+  if (seed <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return seed;
+  return std::to_string(seed);
+}
+
+uint64_t seed_from_json(const Json& j, const std::string& op, const char* key) {
+  if (const auto v = json_int64(j); v && *v >= 0) return static_cast<uint64_t>(*v);
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    if (!s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      try {
+        return std::stoull(s);
+      } catch (const std::out_of_range&) {
+      }
+    }
+  }
+  throw std::invalid_argument(op + key + " must be an unsigned 64-bit integer, got " + j.dump());
 }
 
 }  // namespace ag

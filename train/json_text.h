@@ -56,4 +56,9 @@ const char* json_type_name(const Json& value);
 Json parse_options_object(const std::string& text, std::initializer_list<std::string_view> known,
                           const std::string& op);
 
+// Seeds are uint64: written as an integer when it fits JSON readers' int64, as a decimal string
+// otherwise; read back from either (std::invalid_argument starting with `op`, naming `key`).
+OrderedJson seed_json(uint64_t seed);
+uint64_t seed_from_json(const Json& value, const std::string& op, const char* key);
+
 }  // namespace ag

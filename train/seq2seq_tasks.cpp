@@ -1,12 +1,14 @@
 #include "attograd/train/seq2seq_tasks.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
 #include "attograd/core/rng.h"
+#include "attograd/train/json_text.h"
 
 namespace ag {
 
@@ -170,6 +172,48 @@ Seq2SeqBatch Seq2SeqTask::make_batch(uint64_t seed, uint64_t index, uint64_t dom
 Seq2SeqBatch Seq2SeqTask::train_batch(uint64_t index) const { return make_batch(options_.seed, index, kTrainDomain); }
 
 Seq2SeqBatch Seq2SeqTask::eval_batch(uint64_t index) const { return make_batch(options_.eval_seed, index, kEvalDomain); }
+
+std::string seq2seq_task_options_to_json(const Seq2SeqTaskOptions& o) {
+  const OrderedJson j = {
+      {"task", seq2seq_task_name(o.kind)}, {"symbols", o.symbols},     {"min_len", o.min_len},
+      {"max_len", o.max_len},              {"batch_size", o.batch_size}, {"seed", seed_json(o.seed)},
+      {"eval_seed", seed_json(o.eval_seed)},
+  };
+  return j.dump();
+}
+
+Seq2SeqTaskOptions seq2seq_task_options_from_json(const std::string& text) {
+  const std::string op = "seq2seq_task_options_from_json: ";
+  const Json j = parse_options_object(text, {"task", "symbols", "min_len", "max_len", "batch_size", "seed", "eval_seed"}, op);
+  const auto field = [&](const char* key) -> const Json& {
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
+    return *it;
+  };
+  const auto integer = [&](const char* key) {
+    const Json& v = field(key);
+    const std::optional<int64_t> i = json_int64(v);
+    if (!i) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
+    return *i;
+  };
+  const Json& task = field("task");
+  if (!task.is_string()) throw std::invalid_argument(op + "\"task\" must be a string, got " + task.dump());
+  Seq2SeqTaskOptions o;
+  try {
+    o.kind = parse_seq2seq_task_kind(task.get<std::string>());
+    o.symbols = integer("symbols");
+    o.min_len = integer("min_len");
+    o.max_len = integer("max_len");
+    o.batch_size = integer("batch_size");
+    o.seed = seed_from_json(field("seed"), op, "seed");
+    o.eval_seed = seed_from_json(field("eval_seed"), op, "eval_seed");
+    Seq2SeqTask check(o);  // the same validation as a task built directly
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    throw std::invalid_argument(what.rfind(op, 0) == 0 ? what : op + what);
+  }
+  return o;
+}
 
 Seq2SeqBatch pad_batch(const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>& examples) {
   if (examples.empty()) throw std::invalid_argument("pad_batch: no examples");

@@ -99,6 +99,11 @@ class Seq2SeqTask {
   Seq2SeqTaskOptions options_;
 };
 
+// The options as a JSON object (for checkpoint metadata) and back. Parsing checks every field
+// and validates like Seq2SeqTask; std::invalid_argument says what is wrong.
+std::string seq2seq_task_options_to_json(const Seq2SeqTaskOptions& options);
+Seq2SeqTaskOptions seq2seq_task_options_from_json(const std::string& json);
+
 // Pads (source, target content) pairs into a batch as described above.
 Seq2SeqBatch pad_batch(const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>& examples);
 

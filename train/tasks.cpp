@@ -17,27 +17,6 @@ namespace {
 constexpr uint64_t kTrainDomain = 0;
 constexpr uint64_t kEvalDomain = 1;
 
-// Seeds are uint64: an integer when it fits JSON readers' int64, a decimal string otherwise.
-OrderedJson seed_json(uint64_t seed) {
-  if (seed <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return seed;
-  return std::to_string(seed);
-}
-
-uint64_t seed_from_json(const Json& j, const char* key) {
-  if (const auto v = json_int64(j); v && *v >= 0) return static_cast<uint64_t>(*v);
-  if (j.is_string()) {
-    const std::string& s = j.get_ref<const std::string&>();
-    if (!s.empty() && s.size() <= 20 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      try {
-        return std::stoull(s);
-      } catch (const std::out_of_range&) {
-      }
-    }
-  }
-  throw std::invalid_argument(std::string("task_options_from_json: ") + key + " must be an unsigned 64-bit integer, got " +
-                              j.dump());
-}
-
 // The index of the largest of n contiguous values (the first of ties).
 template <typename T>
 int64_t argmax_row(const T* row, int64_t n) {
@@ -177,8 +156,8 @@ TaskOptions task_options_from_json(const std::string& text) {
   o.seq_len = integer("seq_len");
   o.batch_size = integer("batch_size");
   o.shift = integer("shift");
-  o.seed = seed_from_json(field("seed"), "seed");
-  o.eval_seed = seed_from_json(field("eval_seed"), "eval_seed");
+  o.seed = seed_from_json(field("seed"), "task_options_from_json: ", "seed");
+  o.eval_seed = seed_from_json(field("eval_seed"), "task_options_from_json: ", "eval_seed");
   SequenceTask check(o);  // same validation as a task built directly
   return o;
 }

@@ -40,6 +40,20 @@ TaskOptions with_batch(TaskOptions task, int64_t batch) {
   return task;
 }
 
+// Validates every option first, so that a bad one is reported by its own name.
+LrScheduleOptions checked_schedule_options(const TrainerOptions& o) {
+  validate(o);
+  return schedule_options(o);
+}
+
+// Rows [begin, begin + rows) of a (B, T) batch.
+Indices row_range(const Indices& x, int64_t begin, int64_t rows) {
+  const int64_t t = x.shape[1];
+  return Indices(Shape{rows, t}, std::vector<int64_t>(x.data.begin() + begin * t, x.data.begin() + (begin + rows) * t));
+}
+
+}  // namespace
+
 std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const TrainerOptions& o) {
   switch (o.optimizer) {
     case OptimizerKind::sgd:
@@ -52,32 +66,6 @@ std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const Tr
   throw std::logic_error("Trainer: unknown optimizer kind");
 }
 
-// Validates every option first, so that a bad one is reported by its own name.
-LrScheduleOptions checked_schedule_options(const TrainerOptions& o) {
-  validate(o);
-  return schedule_options(o);
-}
-
-// Puts the model in eval mode for one scope and back into the mode it had.
-class EvalModeGuard {
- public:
-  explicit EvalModeGuard(Module& m) : module_(m), was_training_(m.is_training()) { m.eval(); }
-  ~EvalModeGuard() { module_.train(was_training_); }
-  EvalModeGuard(const EvalModeGuard&) = delete;
-  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
-
- private:
-  Module& module_;
-  bool was_training_;
-};
-
-// Rows [begin, begin + rows) of a (B, T) batch.
-Indices row_range(const Indices& x, int64_t begin, int64_t rows) {
-  const int64_t t = x.shape[1];
-  return Indices(Shape{rows, t}, std::vector<int64_t>(x.data.begin() + begin * t, x.data.begin() + (begin + rows) * t));
-}
-
-}  // namespace
 
 Trainer::Trainer(SequenceModel& model, const TaskOptions& task, const TrainerOptions& options, TrainerOutputs outputs)
     : model_(model),

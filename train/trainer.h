@@ -86,6 +86,9 @@ struct TrainerLimits {
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const TrainerOptions& options);
 
+// The optimizer the options name, over `params`, at the options' lr and weight decay.
+std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const TrainerOptions& options);
+
 // The learning-rate schedule the options describe (warm-up, decay to min_lr at `steps`).
 LrScheduleOptions schedule_options(const TrainerOptions& options);
 
@@ -98,11 +101,11 @@ TrainerOptions trainer_options_from_json(const std::string& json, const TrainerO
 struct TrainerOutputs {
   std::ostream* progress = nullptr;  // progress line and evaluation lines; null is silent
   bool interactive = false;          // redraw the progress line in place (stdout_is_terminal())
-  std::string checkpoint_path;       // saved at every evaluation and when the run stops
-  std::string log_path;              // metrics, one JSON line per evaluation
-  std::string plot_path;             // SVG of the metrics, rewritten at every evaluation
+  std::string checkpoint_path{};     // saved at every evaluation and when the run stops
+  std::string log_path{};            // metrics, one JSON line per evaluation
+  std::string plot_path{};           // SVG of the metrics, rewritten at every evaluation
   std::string plot_title = "training run";
-  std::function<void(int64_t step, double loss)> on_step;  // after every update, e.g. to record losses
+  std::function<void(int64_t step, double loss)> on_step{};  // after every update, e.g. to record losses
 };
 
 struct TrainSummary {
