@@ -44,14 +44,15 @@ std::unique_ptr<SequenceModel> build_model(const Fixture& f, const Config& c) {
   return m;
 }
 
-// Step `s` of a (S, B, T) batch stack as (B, T).
-Indices step_of(const Indices& all, int64_t s) {
-  const int64_t B = all.shape[1], T = all.shape[2];
-  const auto begin = all.data.begin() + s * B * T;
-  return Indices(Shape{B, T}, std::vector<int64_t>(begin, begin + B * T));
-}
-
 }  // namespace
+
+Indices step_of(const Indices& all, int64_t s) {
+  std::vector<int64_t> dims(all.shape.dims().begin() + 1, all.shape.dims().end());
+  const Shape one(dims);
+  const int64_t n = one.numel();
+  const auto begin = all.data.begin() + s * n;
+  return Indices(one, std::vector<int64_t>(begin, begin + n));
+}
 
 ModuleRun run_sequence_model(const Fixture& f) {
   ModuleRun run;
@@ -71,8 +72,7 @@ ModuleRun run_sequence_model(const Fixture& f) {
 }
 
 std::vector<TensorComparison> run_golden_adamw(const Fixture& f, const NamedVariables& params,
-                                               const std::function<Variable(const Indices&)>& logits,
-                                               const CrossEntropyOptions& loss_options) {
+                                               const std::function<Variable(int64_t step)>& loss_at) {
   const Config& c = f.config();
   const Config& opt = c.object("optimizer");
   const std::string kind = opt.string("name", "AdamW");
@@ -84,13 +84,6 @@ std::vector<TensorComparison> run_golden_adamw(const Fixture& f, const NamedVari
   o.eps = opt.number("eps", o.eps);
   o.weight_decay = opt.number("weight_decay", o.weight_decay);
   const int64_t steps = c.integer("steps");
-
-  const Indices ids = f.indices("input.ids");
-  const Indices targets = f.indices("input.targets");
-  if (ids.shape.rank() != 3 || ids.shape[0] != steps || targets.shape != ids.shape) {
-    f.fail("input.ids " + ids.shape.str() + " and input.targets " + targets.shape.str() +
-           " must both be (steps=" + std::to_string(steps) + ", B, T)");
-  }
   const Tensor expected = f.tensor("expect.loss");
   std::unique_ptr<AdamW> optimizer;
   try {
@@ -104,13 +97,28 @@ std::vector<TensorComparison> run_golden_adamw(const Fixture& f, const NamedVari
   Tensor losses = zeros(Shape{steps}, f.dtype());
   for (int64_t s = 0; s < steps; ++s) {
     optimizer->zero_grad();
-    const Variable loss = cross_entropy(logits(step_of(ids, s)), step_of(targets, s), loss_options);
+    const Variable loss = loss_at(s);
     losses.set({s}, loss.item());
     loss.backward();
     optimizer->step();
   }
   const Tolerance tolerance = f.dtype() == DType::f32 ? Tolerance{kTrainingLossAtol, 0.0} : tolerance_for(DType::f64);
   return {compare_tensors("loss", losses, expected, tolerance)};
+}
+
+std::vector<TensorComparison> run_golden_adamw(const Fixture& f, const NamedVariables& params,
+                                               const std::function<Variable(const Indices&)>& logits,
+                                               const CrossEntropyOptions& loss_options) {
+  const int64_t steps = f.config().integer("steps");
+  const Indices ids = f.indices("input.ids");
+  const Indices targets = f.indices("input.targets");
+  if (ids.shape.rank() != 3 || ids.shape[0] != steps || targets.shape != ids.shape) {
+    f.fail("input.ids " + ids.shape.str() + " and input.targets " + targets.shape.str() +
+           " must both be (steps=" + std::to_string(steps) + ", B, T)");
+  }
+  return run_golden_adamw(f, params, [&](int64_t s) {
+    return cross_entropy(logits(step_of(ids, s)), step_of(targets, s), loss_options);
+  });
 }
 
 std::vector<TensorComparison> run_training(const Fixture& f) {

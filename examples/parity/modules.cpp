@@ -293,7 +293,7 @@ const std::vector<std::string>& supported_modules() {
   static const std::vector<std::string> names = {
       "Linear", "LayerNorm", "Softmax", "Embedding", "PositionwiseFeedForward", "ScaledDotProductAttention",
       "MultiHeadAttention", "TransformerBlock", "TransformerEncoder", "TransformerDecoderLayer", "SequenceModel",
-      "TrainingRun", "GPT", "GPTTrainingRun", "Seq2Seq"};
+      "TrainingRun", "GPT", "GPTTrainingRun", "Seq2Seq", "Seq2SeqTrainingRun"};
   return names;
 }
 

@@ -46,10 +46,18 @@ std::vector<TensorComparison> run_training(const Fixture& fixture);
 std::vector<TensorComparison> run_golden_adamw(const Fixture& fixture, const NamedVariables& params,
                                                const std::function<Variable(const Indices&)>& logits,
                                                const CrossEntropyOptions& loss_options);
+// The same loop over any stored batches: loss_at(s) is step s's loss under the current
+// parameters (the caller reads its own inputs).
+std::vector<TensorComparison> run_golden_adamw(const Fixture& fixture, const NamedVariables& params,
+                                               const std::function<Variable(int64_t step)>& loss_at);
+// Step `s` of a stack of batches (steps, ...) -> (...).
+Indices step_of(const Indices& all, int64_t s);
 // GPT: ids -> logits; GPTTrainingRun: the GPT's loss at every AdamW step (gpt.cpp).
 ModuleRun run_gpt(const Fixture& fixture);
-// Seq2Seq: src, tgt and their lengths -> logits (seq2seq.cpp).
+// Seq2Seq: src, tgt and their lengths -> logits; Seq2SeqTrainingRun: its loss at every AdamW
+// step on stored padded batches (seq2seq.cpp).
 ModuleRun run_seq2seq(const Fixture& fixture);
+std::vector<TensorComparison> run_seq2seq_training(const Fixture& fixture);
 std::vector<TensorComparison> run_gpt_training(const Fixture& fixture);
 
 }  // namespace ag::parity

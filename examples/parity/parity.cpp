@@ -114,8 +114,10 @@ FixtureResult run_fixture(const Fixture& f) {
   r.mode = f.training() ? "train" : "eval";
   r.note = f.metadata("note");
   try {
-    if (f.module() == "TrainingRun" || f.module() == "GPTTrainingRun") {
-      r.comparisons = f.module() == "TrainingRun" ? run_training(f) : run_gpt_training(f);
+    if (f.module() == "TrainingRun" || f.module() == "GPTTrainingRun" || f.module() == "Seq2SeqTrainingRun") {
+      r.comparisons = f.module() == "TrainingRun"      ? run_training(f)
+                      : f.module() == "GPTTrainingRun" ? run_gpt_training(f)
+                                                       : run_seq2seq_training(f);
       f.check_all_used();
       return r;
     }

@@ -1,9 +1,11 @@
 // The Seq2Seq of models/seq2seq.h against torch.nn.Transformer with embeddings, positions and a
 // head around it (tests/parity/torch_seq2seq.py): module "Seq2Seq" compares the logits for
 // input.src / input.tgt with their lengths (input.src_lengths, input.tgt_lengths, I64 (B)) and
-// every parameter's gradient.
+// every parameter's gradient; module "Seq2SeqTrainingRun" trains it with AdamW on stored padded
+// batches and compares the loss at every step.
 #include <stdexcept>
 
+#include "attograd/autograd/nn_ops.h"
 #include "attograd/models/seq2seq.h"
 #include "modules.h"
 
@@ -44,17 +46,22 @@ std::vector<int64_t> lengths(const Fixture& f, const std::string& name, int64_t 
   return l.data;
 }
 
-}  // namespace
-
-ModuleRun run_seq2seq(const Fixture& f) {
-  const Seq2SeqOptions o = read_seq2seq_options(f, f.config());
+std::unique_ptr<Seq2Seq> build_seq2seq(const Fixture& f, const Config& c) {
+  const Seq2SeqOptions o = read_seq2seq_options(f, c);
   std::unique_ptr<Seq2Seq> m;
   try {
     m = std::make_unique<Seq2Seq>(o);
   } catch (const std::invalid_argument& e) {
-    f.fail("config " + f.config().dump_all() + " is not a valid Seq2Seq: " + e.what());
+    f.fail("config " + c.dump_all() + " is not a valid Seq2Seq: " + e.what());
   }
   prepare(*m, f);
+  return m;
+}
+
+}  // namespace
+
+ModuleRun run_seq2seq(const Fixture& f) {
+  std::unique_ptr<Seq2Seq> m = build_seq2seq(f, f.config());
   const Indices src = f.indices("input.src"), tgt = f.indices("input.tgt");
   if (src.shape.rank() != 2 || tgt.shape.rank() != 2) {
     f.fail("input.src " + src.shape.str() + " and input.tgt " + tgt.shape.str() + " must be (B, S) and (B, T)");
@@ -69,6 +76,24 @@ ModuleRun run_seq2seq(const Fixture& f) {
   }
   run.module = std::move(m);
   return run;
+}
+
+std::vector<TensorComparison> run_seq2seq_training(const Fixture& f) {
+  std::unique_ptr<Seq2Seq> m = build_seq2seq(f, f.config().object("model"));
+  const int64_t steps = f.config().integer("steps");
+  const Indices src = f.indices("input.src"), tgt = f.indices("input.tgt"), targets = f.indices("input.targets");
+  const Indices src_lengths = f.indices("input.src_lengths"), tgt_lengths = f.indices("input.tgt_lengths");
+  if (src.shape.rank() != 3 || src.shape[0] != steps || tgt.shape.rank() != 3 || targets.shape != tgt.shape ||
+      src_lengths.shape != Shape{steps, src.shape[1]} || tgt_lengths.shape != Shape{steps, tgt.shape[1]}) {
+    f.fail("input.src " + src.shape.str() + ", input.tgt " + tgt.shape.str() + ", input.targets " +
+           targets.shape.str() + " and the lengths " + src_lengths.shape.str() + ", " + tgt_lengths.shape.str() +
+           " must be (steps=" + std::to_string(steps) + ", B, S), (steps, B, T) twice and (steps, B) twice");
+  }
+  return run_golden_adamw(f, m->named_parameters(), [&](int64_t s) {
+    const Variable logits = m->forward(step_of(src, s), step_of(src_lengths, s).data, step_of(tgt, s),
+                                       step_of(tgt_lengths, s).data);
+    return cross_entropy(logits, step_of(targets, s));  // the padded targets hold the default ignore_index
+  });
 }
 
 }  // namespace ag::parity

@@ -608,9 +608,68 @@ def gpt_training_cases():
         yield case
 
 
+def seq2seq_training_cases():
+    """The encoder-decoder's golden run: torch.nn.Transformer's own initialisation inside the
+    Seq2Seq twin, 20 AdamW steps on stored padded batches of a reverse-var task (sources of 1 to
+    6 tokens, each batch padded to its longest source and target, padded targets ignored);
+    expect.loss[s] is the loss before update s."""
+    steps, B, S = 20, 6, 6
+    PAD, BOS, EOS, FIRST, IGNORE = 0, 1, 2, 3, -100
+    for name, dtype in (("seq2seq_training_adamw_f32", torch.float32),
+                        ("seq2seq_training_adamw_f64", torch.float64)):
+        vocab = 9
+        model = {"src_vocab": vocab, "tgt_vocab": vocab, "max_len": S + 1, "d_model": 16, "n_head": 2, "d_ff": 32,
+                 "n_encoder_layers": 1, "n_decoder_layers": 1, "dropout": 0.0, "norm_first": False,
+                 "positional": "learned", "share_embeddings": False, "tie_head": False, "scale_embeddings": True}
+        optimizer = {"name": "AdamW", "lr": 0.01, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}
+        case = Case(name, "Seq2SeqTrainingRun", {"model": model, "optimizer": optimizer, "steps": steps}, dtype,
+                    "train", task="reverse-var: the source reversed, bos before the decoder input, eos after the "
+                                  "target; batches padded, pads ignored by the loss",
+                    twin="tests/parity/torch_seq2seq.py (nn.Transformer inside)")
+        torch.manual_seed(zlib.crc32(b"seq2seq_training_adamw"))
+        case.gen.manual_seed(zlib.crc32(b"seq2seq_training_adamw"))
+        m = TorchSeq2Seq(vocab, vocab, S + 1, 16, 2, 32, 1, 1, 0.0).to(dtype)
+        lengths = torch.randint(1, S + 1, (steps, B), generator=case.gen)
+        # Every batch pads to its own longest source, so the stored stack is as wide as the widest.
+        src = torch.full((steps, B, S), PAD, dtype=torch.int64)
+        tgt = torch.full((steps, B, S + 1), PAD, dtype=torch.int64)
+        targets = torch.full((steps, B, S + 1), IGNORE, dtype=torch.int64)
+        for s in range(steps):
+            for b in range(B):
+                n = int(lengths[s, b])
+                x = torch.randint(FIRST, vocab, (n,), generator=case.gen)
+                src[s, b, :n] = x
+                tgt[s, b, 0] = BOS
+                tgt[s, b, 1:n + 1] = x.flip(0)
+                targets[s, b, :n] = x.flip(0)
+                targets[s, b, n] = EOS
+        for k, v in seq2seq_named(m, False):
+            case.add("param." + k, v)
+        case.add("input.src", src)
+        case.add("input.src_lengths", lengths)
+        case.add("input.tgt", tgt)
+        case.add("input.tgt_lengths", lengths + 1)
+        case.add("input.targets", targets)
+        opt = torch.optim.AdamW(m.parameters(), lr=optimizer["lr"], betas=(optimizer["beta1"], optimizer["beta2"]),
+                                eps=optimizer["eps"], weight_decay=optimizer["weight_decay"])
+        losses = []
+        for s in range(steps):
+            opt.zero_grad()
+            src_len, tgt_len = lengths[s].tolist(), (lengths[s] + 1).tolist()
+            logits = m(src[s], src_len, tgt[s], tgt_len)
+            loss = cross_entropy(logits, targets[s], {"ignore_index": IGNORE})
+            losses.append(loss.item())
+            loss.backward()
+            opt.step()
+        if not losses[-1] < losses[0] - 0.1:
+            sys.exit(f"make_fixtures: {name} does not learn ({losses[0]} -> {losses[-1]})")
+        case.add("expect.loss", torch.tensor(losses, dtype=dtype))
+        yield case
+
+
 CASES = [linear_cases, layer_norm_cases, softmax_cases, embedding_cases, feed_forward_cases, sdpa_cases,
          attention_cases, block_cases, encoder_cases, decoder_layer_cases, seeds_decoder_cases, seq2seq_cases,
-         model_cases, training_cases, gpt_cases, gpt_training_cases]
+         model_cases, training_cases, gpt_cases, gpt_training_cases, seq2seq_training_cases]
 
 
 def main():
