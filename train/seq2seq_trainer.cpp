@@ -128,6 +128,7 @@ StepResult Seq2SeqTrainer::train_step() {
   const int64_t update = step_ + 1;
   default_generator().set_step(static_cast<uint64_t>(update));
   const Seq2SeqBatch b = task_.train_batch(static_cast<uint64_t>(step_));
+  last_batch_tokens_ = real_tokens(b);
   model_.train();
   optimizer_->zero_grad();
   // logits (B, T, V) against tgt_out (B, T): the mean over the real target tokens.
@@ -248,9 +249,7 @@ Seq2SeqTrainSummary Seq2SeqTrainer::run() {
     const Clock::time_point t0 = Clock::now();
     const StepResult r = train_step();
     train_s += seconds_since(t0);
-    // Counted apart from the timed step: generating a batch again is cheap and keeps
-    // train_step's result what the other trainers return.
-    tokens += real_tokens(task_.train_batch(static_cast<uint64_t>(step_ - 1)));
+    tokens += last_batch_tokens_;
     ++summary.steps_this_run;
     window_loss_sum_ += r.loss;
     ++window_steps_;

@@ -124,6 +124,7 @@ class Seq2SeqTrainer {
   std::unique_ptr<Optimizer> optimizer_;
   LrSchedule schedule_;
   int64_t step_ = 0;
+  int64_t last_batch_tokens_ = 0;  // real source and target tokens of the last update's batch
   bool resumed_ = false;
   double window_loss_sum_ = 0;
   int64_t window_steps_ = 0;
