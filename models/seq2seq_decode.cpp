@@ -77,6 +77,18 @@ Hypothesis finish(std::vector<int64_t> tokens, double log_prob, bool ended, doub
   return {std::move(tokens), log_prob, log_prob / length_penalty(n, alpha), ended};
 }
 
+// Keeps the `keep` best finished hypotheses by score; among equal scores the earlier stays.
+void add_finished(std::vector<Hypothesis>& finished, Hypothesis h, int64_t keep) {
+  finished.push_back(std::move(h));
+  if (static_cast<int64_t>(finished.size()) <= keep) return;
+  // The last of the worst goes: the earliest of equals survive.
+  size_t worst = 0;
+  for (size_t i = 1; i < finished.size(); ++i) {
+    if (finished[i].score <= finished[worst].score) worst = i;
+  }
+  finished.erase(finished.begin() + static_cast<std::ptrdiff_t>(worst));
+}
+
 }  // namespace
 
 double length_penalty(int64_t length, double alpha) {
@@ -212,7 +224,7 @@ Hypothesis beam_search_one(Seq2Seq& model, const Tensor& memory, int64_t src_len
   std::vector<int64_t> next(static_cast<size_t>(K), o.bos);
   std::vector<Hypothesis> finished;
 
-  for (int64_t t = 0; t < max_tokens && static_cast<int64_t>(finished.size()) < K; ++t) {
+  for (int64_t t = 0; t < max_tokens; ++t) {
     const Tensor logits = decoder.step(next);
     struct Candidate {
       double log_prob;
@@ -237,7 +249,7 @@ Hypothesis beam_search_one(Seq2Seq& model, const Tensor& memory, int64_t src_len
       const Candidate& cand = candidates[c];
       const Beam& from = beams[static_cast<size_t>(cand.beam)];
       if (cand.token == o.eos) {
-        if (static_cast<int64_t>(finished.size()) < K) finished.push_back(finish(from.tokens, cand.log_prob, true, o.length_penalty));
+        add_finished(finished, finish(from.tokens, cand.log_prob, true, o.length_penalty), K);
         continue;
       }
       Beam b{from.tokens, cand.log_prob};
@@ -245,7 +257,20 @@ Hypothesis beam_search_one(Seq2Seq& model, const Tensor& memory, int64_t src_len
       alive.push_back(std::move(b));
       rows.push_back(cand.beam);
     }
-    if (static_cast<int64_t>(finished.size()) >= K || alive.empty()) break;
+    if (alive.empty()) break;
+    // Done once `beam` hypotheses have finished and no alive one, ending at its present length,
+    // would score above the worst of them. Stopping at the first `beam` finished ones instead
+    // lets unlikely hypotheses that happen to end early fill the set while the likely one is
+    // still growing (a sort-var model decoded worse with beam 4 than greedily that way).
+    if (static_cast<int64_t>(finished.size()) >= K) {
+      double worst = finished.front().score, best_alive = kDead;
+      for (const Hypothesis& h : finished) worst = std::min(worst, h.score);
+      for (const Beam& b : alive) {
+        const int64_t n = static_cast<int64_t>(b.tokens.size());
+        best_alive = std::max(best_alive, b.log_prob / length_penalty(n, o.length_penalty));
+      }
+      if (worst >= best_alive) break;
+    }
     // Rows past the alive ones repeat row 0, dead (their log-probabilities never win).
     while (static_cast<int64_t>(alive.size()) < K) {
       alive.push_back({alive.front().tokens, kDead});
@@ -256,7 +281,7 @@ Hypothesis beam_search_one(Seq2Seq& model, const Tensor& memory, int64_t src_len
     for (size_t k = 0; k < beams.size(); ++k) next[k] = beams[k].tokens.back();
     if (t + 1 == max_tokens) {
       for (const Beam& b : beams) {
-        if (b.log_prob != kDead) finished.push_back(finish(b.tokens, b.log_prob, false, o.length_penalty));
+        if (b.log_prob != kDead) add_finished(finished, finish(b.tokens, b.log_prob, false, o.length_penalty), K);
       }
     }
   }

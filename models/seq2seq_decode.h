@@ -11,10 +11,12 @@
 // max_tokens tokens. Greedy takes the most likely token (the lowest id on a tie), for a whole
 // batch at once. Beam search keeps `beam` hypotheses per source, ranked by their summed
 // log-probabilities; each step looks at the best 2 * beam extensions in order, moves those
-// that end with eos into the finished set and keeps the first `beam` others alive; it stops
-// when `beam` hypotheses have finished (or at max_tokens, where the alive ones count as
-// finished). The best finished hypothesis wins by its log-probability divided by the length
-// penalty of GNMT (Wu et al. 2016), lp = ((5 + n) / 6)^alpha with n its tokens counting eos:
+// that end with eos into the finished set (which keeps the best `beam` by score) and keeps the
+// first `beam` others alive. It stops when `beam` hypotheses have finished and no alive one,
+// were it to end at its present length, would score above the worst finished one (or at
+// max_tokens, where the alive ones count as finished). A hypothesis's score is its
+// log-probability divided by the length penalty of GNMT (Wu et al. 2016),
+// lp = ((5 + n) / 6)^alpha with n its tokens counting eos; the best score wins:
 // alpha = 0 ranks by log-probability alone, larger alphas favour longer outputs. With beam 1
 // this is greedy decoding, token for token (a test holds them equal).
 //
