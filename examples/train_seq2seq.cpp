@@ -145,9 +145,11 @@ int run(const TrainSeq2SeqArgs& args) {
   decode.length_penalty = args.length_penalty;
   const Seq2SeqMetrics greedy = trainer.decode_held_out(decode, /*beam=*/false);
   std::cout << decoding_line("greedy", greedy) << "\n";
+  Seq2SeqMetrics beam;
   if (args.beam > 1) {
     const std::string name = "beam " + std::to_string(args.beam);
-    std::cout << decoding_line(name.c_str(), trainer.decode_held_out(decode, /*beam=*/true)) << "\n";
+    beam = trainer.decode_held_out(decode, /*beam=*/true);
+    std::cout << decoding_line(name.c_str(), beam) << "\n";
   }
 
   // A few held-out examples, decoded the way the final line above did.
@@ -174,6 +176,16 @@ int run(const TrainSeq2SeqArgs& args) {
   if (!outputs.checkpoint_path.empty()) {
     std::cout << "checkpoint " << outputs.checkpoint_path << " (continue with --resume " << outputs.checkpoint_path
               << ")\n";
+  }
+  if (args.json) {
+    // One line for scripts: the run (run_s counts its evaluations too) and the final decoding.
+    std::cout << std::setprecision(17) << "{\"steps\": " << s.steps << ", \"reached\": " << (s.reached_target ? "true" : "false")
+              << ", \"train_s\": " << s.run_s << ", \"seq_acc\": " << greedy.exact_accuracy()
+              << ", \"greedy_seq_per_s\": " << greedy.sequences_per_s() << ", \"beam\": " << args.beam;
+    if (args.beam > 1) {
+      std::cout << ", \"beam_seq_per_s\": " << beam.sequences_per_s() << ", \"beam_seq_acc\": " << beam.exact_accuracy();
+    }
+    std::cout << "}\n";
   }
   return s.interrupted ? 130 : 0;
 }

@@ -47,6 +47,7 @@ struct TrainSeq2SeqArgs {
   std::string config_text;       // the effective configuration as TOML (every flag, its value)
   bool overwrite = false;
   bool quiet = false;
+  bool json = false;             // end with one JSON line of the results (bench/compare_seq2seq.sh)
   bool help = false;
   bool version = false;
 
@@ -155,6 +156,7 @@ inline void declare_train_seq2seq_flags(CLI::App& app, TrainSeq2SeqArgs& a, Trai
   text("--plot", a.plot_path, "SVG plot of loss and accuracy (default runs/<task>/plot.svg)", out)->check(path_given);
   app.add_flag("--overwrite", a.overwrite, "let --save, --log and --plot replace files of another run")->group(out);
   app.add_flag("--quiet", a.quiet, "no progress output, only the summary")->group(out);
+  app.add_flag("--json", a.json, "end with one JSON line of the results")->group(out);
   text("--write-config", a.write_config_path, "write the effective configuration as TOML to FILE and exit", out)
       ->check(path_given)
       ->configurable(false);
