@@ -66,7 +66,6 @@ std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const Tr
   throw std::logic_error("Trainer: unknown optimizer kind");
 }
 
-
 Trainer::Trainer(SequenceModel& model, const TaskOptions& task, const TrainerOptions& options, TrainerOutputs outputs)
     : model_(model),
       task_(task),
