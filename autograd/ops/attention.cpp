@@ -6,9 +6,7 @@
 // code, so they are the forward's bits: one more Q K^T product per slice buys back the largest
 // activation of a transformer layer (12 MiB per layer of the large GPT benchmark, 72 MiB in all).
 //
-// The kernels:
-// Scaled dot-product attention, forward and backward, one (batch, head) slice at a time:
-//
+// The kernels work one (batch, head) slice at a time:
 //   S = scale * Q K^T (+ bias), masked where keep == 0      (Tq, Tk)
 //   P = softmax over keys (a row with no kept key is all zero)
 //   O = dropout(P) V                                         (Tq, Dv)
@@ -16,15 +14,19 @@
 //   dV = Pd^T dO,   dP = dropout(dPd),   dS = P * (dP - rowsum(dP * P))
 //   dQ = scale * dS K,   dK = scale * dS^T Q
 //
-// Large slices go to BLAS straight from the operands' memory: a matrix whose rows or columns
+// A slice goes 32 query rows at a time, each block stopping at the last key one of its rows
+// keeps: keys a mask hides past it (nearly half of a causal mask) are never scored or multiplied.
+//
+// Large products go to BLAS straight from the operands' memory: a matrix whose rows or columns
 // are unit-strided is passed with the matching transpose flag and leading dimension, so q/k/v
-// produced by permuting a (B, T, H, D) tensor are read in place. Small slices (a tiny model's
-// 16x16x16 heads) run direct loops instead (small_gemm): a BLAS call packs both operands and
-// zeroes C every time, which costs more than the product itself at that size. The direct loops
-// need unit-strided rows of the right operand, so K^T (forward) or V^T (backward) of a slice is
-// copied to scratch when it is not already laid out that way. Only a slice's weights (and in
-// the backward its score gradients) and those copies live in scratch memory; the dropout mask
-// is regenerated from its key rather than stored.
+// produced by permuting a (B, T, H, D) tensor are read in place. Small products (a tiny model's
+// 16x16x16 heads, the blocks of the baby GPT's 32-deep ones) run direct loops instead
+// (small_gemm): a BLAS call packs both operands and zeroes C every time, which costs more than
+// the product itself at that size. The direct loops need unit-strided rows of the right
+// operand, so K^T (forward) or V^T (backward) of a slice is copied to scratch, once per slice,
+// when it is not already laid out that way. Only a slice's weights (and in the backward its
+// score gradients) and those copies live in scratch memory; the dropout mask is regenerated
+// from its key rather than stored.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -69,7 +71,7 @@ bool use_direct(AttentionPath path, int64_t macs) {
 
 // The weights of one (b, h) slice come from its masked scores S = scale Q K^T + bias, with
 // masked keys at -inf (Tq, Tk); the forward computes them and the backward computes them again
-// with this same code, so both get the same bits.
+// with this same code and the same blocks, so both get the same bits.
 template <typename T>
 struct SliceScores {
   const Operand& Q;
@@ -78,35 +80,42 @@ struct SliceScores {
   const ScoreOperand<T>& mask;
   int64_t Tq, Tk, Dk;
   T scale;
-  bool direct;
+  AttentionPath path;
 
-  bool needs_k_columns() const { return direct && K.trans == Transpose::no; }
+  bool needs_k_columns() const { return path != AttentionPath::blas && K.trans == Transpose::no; }
 
-  // S: (Tq, Tk), row stride Tk; each row goes to finish_row(i, row) as soon as it is masked
-  // (the softmax, in place). k_columns: scratch for K^T (Dk * Tk) when needs_k_columns().
+  // S: (Tq, Tk), row stride Tk; block by block (blocks: from the mask), each row goes to
+  // finish_row(i, row, n) once its first n entries are masked (the softmax, in place), and
+  // entries n.. are then zeroed. k_columns: scratch for K^T (Dk * Tk) when needs_k_columns().
   template <typename FinishRow>
-  void compute(int64_t b, int64_t h, T* k_columns, T* S, FinishRow&& finish_row) const {
-    if (direct) {
-      int64_t ld = 0;
-      const T* kt = columns_of<T>(K, b, h, Tk, Dk, k_columns, ld);
-      small_gemm(Tq, Tk, Dk, scale, Q.slice<T>(b, h), row_stride(Q), col_stride(Q), kt, ld, S, Tk);
-    } else {
-      gemm(Q.trans, flipped(K.trans), Tq, Tk, Dk, scale, Q.slice<T>(b, h), Q.ld, K.slice<T>(b, h), K.ld, T(0), S,
-           Tk);
-    }
-    for (int64_t i = 0; i < Tq; ++i) {
-      T* row = S + i * Tk;
-      if (add.data) {
-        const T* a = add.row(b, h, i);
-        for (int64_t j = 0; j < Tk; ++j) row[j] += a[j * add.step()];
+  void compute(int64_t b, int64_t h, const Blocks& blocks, T* k_columns, T* S, FinishRow&& finish_row) const {
+    const T* kt = nullptr;
+    int64_t ld = 0;
+    for (int64_t r = 0; r < blocks.query_blocks(); ++r) {
+      const auto [r0, rows, n] = blocks.query(r);
+      if (use_direct(path, rows * n * Dk)) {
+        if (!kt) kt = columns_of<T>(K, b, h, Tk, Dk, k_columns, ld);
+        small_gemm(rows, n, Dk, scale, row_at<T>(Q, b, h, r0), row_stride(Q), col_stride(Q), kt, ld, S + r0 * Tk,
+                   Tk);
+      } else {
+        gemm(Q.trans, flipped(K.trans), rows, n, Dk, scale, row_at<T>(Q, b, h, r0), Q.ld, K.slice<T>(b, h), K.ld,
+             T(0), S + r0 * Tk, Tk);
       }
-      if (mask.data) {
-        const T* m = mask.row(b, h, i);
-        for (int64_t j = 0; j < Tk; ++j) {
-          if (m[j * mask.step()] == T(0)) row[j] = -std::numeric_limits<T>::infinity();
+      for (int64_t i = r0; i < r0 + rows; ++i) {
+        T* row = S + i * Tk;
+        if (add.data) {
+          const T* a = add.row(b, h, i);
+          for (int64_t j = 0; j < n; ++j) row[j] += a[j * add.step()];
         }
+        if (mask.data) {
+          const T* m = mask.row(b, h, i);
+          for (int64_t j = 0; j < n; ++j) {
+            if (m[j * mask.step()] == T(0)) row[j] = -std::numeric_limits<T>::infinity();
+          }
+        }
+        finish_row(i, row, n);
+        std::fill(row + n, row + Tk, T(0));
       }
-      finish_row(i, row);
     }
   }
 };
@@ -127,34 +136,41 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
   dispatch(q_in.dtype(), [&]<typename T>(T) {
     const ScoreOperand<T> mask(keep, scores), add(bias, scores);
     const T kScale = static_cast<T>(scale);
-    const SliceScores<T> masked_scores{Q, K, add, mask, Tq, Tk, Dk, kScale, use_direct(path, Tq * Tk * Dk)};
-    const bool direct_output = use_direct(path, Tq * Tk * Dv);
+    const SliceScores<T> masked_scores{Q, K, add, mask, Tq, Tk, Dk, kScale, path};
+    const MaskBlocks<T> mask_blocks(mask, Tq, Tk);
     // (b, h) slices are independent: split them over the pool, each piece with its own scratch.
     const double work = 4.0 * static_cast<double>(B * H * Tq * Tk) * static_cast<double>(Dk + Dv);
     parallel_for(B * H, parallel_chunks(B * H, work), [&](int64_t first, int64_t last) {
       std::vector<T> dropped = scratch_if<T>(dropout.active(), Tq * Tk);
       std::vector<T> k_columns = scratch_if<T>(masked_scores.needs_k_columns(), Dk * Tk);
-      std::vector<T> v_rows = scratch_if<T>(direct_output && V.trans == Transpose::yes, Tk * Dv);
+      std::vector<T> v_rows = scratch_if<T>(path != AttentionPath::blas && V.trans == Transpose::yes, Tk * Dv);
       for (int64_t slice = first; slice < last; ++slice) {
         const int64_t b = slice / H, h = slice % H;
         T* P = out.weights.data<T>() + slice * Tq * Tk;
         T* row_max = out.row_max.data<T>() + slice * Tq;
         T* row_sum = out.row_sum.data<T>() + slice * Tq;
+        const Blocks blocks = mask_blocks.of(b, h);
         // P = softmax of the masked scores, keeping each row's statistics for the backward.
-        masked_scores.compute(b, h, k_columns.data(), P,
-                              [&](int64_t i, T* row) { softmax_row(row, row, Tk, row_max[i], row_sum[i]); });
+        masked_scores.compute(b, h, blocks, k_columns.data(), P, [&](int64_t i, T* row, int64_t n) {
+          softmax_row(row, row, n, row_max[i], row_sum[i]);
+        });
         const T* weights = P;
         if (dropout.active()) {
           drop(P, dropped.data(), Tq * Tk, static_cast<uint64_t>(slice * Tq * Tk), dropout);
           weights = dropped.data();
         }
         T* O = interleaved_slice<T>(out.output, b, h);
-        if (direct_output) {
-          int64_t ld = 0;
-          const T* vr = rows_of<T>(V, b, h, Tk, Dv, v_rows.data(), ld);
-          small_gemm(Tq, Dv, Tk, T(1), weights, Tk, 1, vr, ld, O, H * Dv);
-        } else {
-          gemm(Transpose::no, V.trans, Tq, Dv, Tk, T(1), weights, Tk, V.slice<T>(b, h), V.ld, T(0), O, H * Dv);
+        const T* vr = nullptr;
+        int64_t ld = 0;
+        for (int64_t r = 0; r < blocks.query_blocks(); ++r) {  // O = weights V, up to each block's extent
+          const auto [r0, rows, n] = blocks.query(r);
+          if (use_direct(path, rows * n * Dv)) {
+            if (!vr) vr = rows_of<T>(V, b, h, Tk, Dv, v_rows.data(), ld);
+            small_gemm(rows, Dv, n, T(1), weights + r0 * Tk, Tk, 1, vr, ld, O + r0 * H * Dv, H * Dv);
+          } else {
+            gemm(Transpose::no, V.trans, rows, Dv, n, T(1), weights + r0 * Tk, Tk, V.slice<T>(b, h), V.ld, T(0),
+                 O + r0 * H * Dv, H * Dv);
+          }
         }
       }
     });
@@ -194,11 +210,11 @@ AttentionGrads backward_slices(const Tensor& g_in, const Tensor& q_in, const Ten
   dispatch(dtype, [&]<typename T>(T) {
     const T kScale = static_cast<T>(scale);
     const ScoreOperand<T> mask(keep, scores), add(recompute ? bias : Tensor(), scores);
-    // The forward's scores, on the forward's path (use_direct of the same sizes).
-    const SliceScores<T> masked_scores{Q, K, add, mask, Tq, Tk, Dk, kScale, use_direct(path, Tq * Tk * Dk)};
+    // The forward's scores, on the forward's paths and blocks.
+    const SliceScores<T> masked_scores{Q, K, add, mask, Tq, Tk, Dk, kScale, path};
+    const MaskBlocks<T> mask_blocks(mask, Tq, Tk);
     const int64_t slice_elems = Tq * Tk;
-    const bool direct_v = use_direct(path, Tq * Tk * Dv), direct_scores = use_direct(path, Tq * Tk * Dv);
-    const bool direct_q = use_direct(path, Tq * Tk * Dk), direct_k = direct_q;
+    const bool may_direct = path != AttentionPath::blas;
     const double work = 2.0 * static_cast<double>(B * H * Tq * Tk) *
                         static_cast<double>(Dv + 2 * Dk + Dv + (recompute ? Dk : 0));
     parallel_for(B * H, parallel_chunks(B * H, work), [&](int64_t first, int64_t last) {
@@ -206,11 +222,10 @@ AttentionGrads backward_slices(const Tensor& g_in, const Tensor& q_in, const Ten
       std::vector<T> k_columns = scratch_if<T>(recompute && masked_scores.needs_k_columns(), Dk * Tk);
       std::vector<T> dropped = scratch_if<T>(dropout.active() && want_v, slice_elems);
       std::vector<T> scratch = scratch_if<T>(want_scores_path && !want_scores, slice_elems);
-      std::vector<T> g_rows = scratch_if<T>(want_v && direct_v && G.trans == Transpose::yes, Tq * Dv);
-      std::vector<T> v_columns =
-          scratch_if<T>(want_scores_path && direct_scores && V.trans == Transpose::no, Dv * Tk);
-      std::vector<T> k_rows = scratch_if<T>(want_q && direct_q && K.trans == Transpose::yes, Tk * Dk);
-      std::vector<T> q_rows = scratch_if<T>(want_k && direct_k && Q.trans == Transpose::yes, Tq * Dk);
+      std::vector<T> g_rows = scratch_if<T>(want_v && may_direct && G.trans == Transpose::yes, Tq * Dv);
+      std::vector<T> v_columns = scratch_if<T>(want_scores_path && may_direct && V.trans == Transpose::no, Dv * Tk);
+      std::vector<T> k_rows = scratch_if<T>(want_q && may_direct && K.trans == Transpose::yes, Tk * Dk);
+      std::vector<T> q_rows = scratch_if<T>(want_k && may_direct && Q.trans == Transpose::yes, Tq * Dk);
       for (int64_t slice = first; slice < last; ++slice) {
         const int64_t b = slice / H, h = slice % H;
         const uint64_t base = static_cast<uint64_t>(slice * Tq * Tk);
@@ -218,63 +233,91 @@ AttentionGrads backward_slices(const Tensor& g_in, const Tensor& q_in, const Ten
         if (recompute) {  // P (Tq, Tk) = the forward's weights of this slice, again
           const T* max_of = row_max.data<T>() + slice * Tq;
           const T* sum_of = row_sum.data<T>() + slice * Tq;
-          masked_scores.compute(b, h, k_columns.data(), recomputed.data(),
-                                [&](int64_t i, T* row) { softmax_row_from(row, row, Tk, max_of[i], sum_of[i]); });
+          masked_scores.compute(b, h, mask_blocks.of(b, h), k_columns.data(),
+                                recomputed.data(), [&](int64_t i, T* row, int64_t n) {
+                                  softmax_row_from(row, row, n, max_of[i], sum_of[i]);
+                                });
           P = recomputed.data();
         } else {
           P = weights.data<T>() + slice * Tq * Tk;
         }
-        const T* dO = G.slice<T>(b, h);
-        if (want_v) {
+        // The products below skip what the weights leave at zero. Their blocks come from P on
+        // both entry points, so given and recomputed weights take the same paths and bits.
+        const Blocks blocks = weight_blocks(P, Tq, Tk);
+        if (want_v) {  // dV = Pd^T dO, key block by key block
           const T* Pd = P;
           if (dropout.active()) {
             drop(P, dropped.data(), Tq * Tk, base, dropout);
             Pd = dropped.data();
           }
           T* dV = interleaved_slice<T>(out.dv, b, h);
-          if (direct_v) {  // dV = Pd^T dO: A = Pd read transposed
-            int64_t ld = 0;
-            const T* g = rows_of<T>(G, b, h, Tq, Dv, g_rows.data(), ld);
-            small_gemm(Tk, Dv, Tq, T(1), Pd, 1, Tk, g, ld, dV, H * Dv);
-          } else {
-            gemm(Transpose::yes, G.trans, Tk, Dv, Tq, T(1), Pd, Tk, dO, G.ld, T(0), dV, H * Dv);
+          const T* g = nullptr;
+          int64_t ld = 0;
+          for (int64_t c = 0; c < blocks.key_blocks(); ++c) {
+            const auto [c0, cols, from] = blocks.key(c);
+            const T* a = Pd + from * Tk + c0;  // read transposed
+            if (use_direct(path, cols * Dv * (Tq - from))) {
+              if (!g) g = rows_of<T>(G, b, h, Tq, Dv, g_rows.data(), ld);
+              small_gemm(cols, Dv, Tq - from, T(1), a, 1, Tk, g + from * ld, ld, dV + c0 * H * Dv, H * Dv);
+            } else {
+              gemm(Transpose::yes, G.trans, cols, Dv, Tq - from, T(1), a, Tk, row_at<T>(G, b, h, from), G.ld, T(0),
+                   dV + c0 * H * Dv, H * Dv);
+            }
           }
         }
         if (!want_scores_path) continue;
         T* dS = want_scores ? out.dscores.data<T>() + slice * Tq * Tk : scratch.data();
-        if (direct_scores) {  // dPd = dO V^T
-          int64_t ld = 0;
-          const T* vt = columns_of<T>(V, b, h, Tk, Dv, v_columns.data(), ld);
-          small_gemm(Tq, Tk, Dv, T(1), dO, row_stride(G), col_stride(G), vt, ld, dS, Tk);
-        } else {
-          gemm(G.trans, flipped(V.trans), Tq, Tk, Dv, T(1), dO, G.ld, V.slice<T>(b, h), V.ld, T(0), dS, Tk);
-        }
-        for (int64_t i = 0; i < Tq; ++i) {
-          T* d = dS + i * Tk;
-          const T* p = P + i * Tk;
-          if (dropout.active()) drop(d, d, Tk, base + static_cast<uint64_t>(i * Tk), dropout);
-          // Masked keys and fully masked rows have p = 0, so their score gradient is exactly 0.
-          const T dot = row_dot(d, p, Tk);
-          for (int64_t j = 0; j < Tk; ++j) d[j] = p[j] * (d[j] - dot);
-        }
-        if (want_q) {
-          T* dQ = interleaved_slice<T>(out.dq, b, h);
-          if (direct_q) {  // dQ = scale dS K
-            int64_t ld = 0;
-            const T* kr = rows_of<T>(K, b, h, Tk, Dk, k_rows.data(), ld);
-            small_gemm(Tq, Dk, Tk, kScale, dS, Tk, 1, kr, ld, dQ, H * Dk);
+        const T* vt = nullptr;
+        int64_t ld = 0;
+        for (int64_t r = 0; r < blocks.query_blocks(); ++r) {  // dPd = dO V^T, then dS, query block by block
+          const auto [r0, rows, n] = blocks.query(r);
+          if (use_direct(path, rows * n * Dv)) {
+            if (!vt) vt = columns_of<T>(V, b, h, Tk, Dv, v_columns.data(), ld);
+            small_gemm(rows, n, Dv, T(1), row_at<T>(G, b, h, r0), row_stride(G), col_stride(G), vt, ld, dS + r0 * Tk,
+                       Tk);
           } else {
-            gemm(Transpose::no, K.trans, Tq, Dk, Tk, kScale, dS, Tk, K.slice<T>(b, h), K.ld, T(0), dQ, H * Dk);
+            gemm(G.trans, flipped(V.trans), rows, n, Dv, T(1), row_at<T>(G, b, h, r0), G.ld, V.slice<T>(b, h), V.ld,
+                 T(0), dS + r0 * Tk, Tk);
+          }
+          for (int64_t i = r0; i < r0 + rows; ++i) {
+            T* d = dS + i * Tk;
+            const T* p = P + i * Tk;
+            if (dropout.active()) drop(d, d, n, base + static_cast<uint64_t>(i * Tk), dropout);
+            // Masked keys and fully masked rows have p = 0, so their score gradient is exactly 0.
+            const T dot = row_dot(d, p, n);
+            for (int64_t j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot);
+            std::fill(d + n, d + Tk, T(0));
           }
         }
-        if (want_k) {
+        if (want_q) {  // dQ = scale dS K, query block by block
+          T* dQ = interleaved_slice<T>(out.dq, b, h);
+          const T* kr = nullptr;
+          int64_t k_ld = 0;
+          for (int64_t r = 0; r < blocks.query_blocks(); ++r) {
+            const auto [r0, rows, n] = blocks.query(r);
+            if (use_direct(path, rows * Dk * n)) {
+              if (!kr) kr = rows_of<T>(K, b, h, Tk, Dk, k_rows.data(), k_ld);
+              small_gemm(rows, Dk, n, kScale, dS + r0 * Tk, Tk, 1, kr, k_ld, dQ + r0 * H * Dk, H * Dk);
+            } else {
+              gemm(Transpose::no, K.trans, rows, Dk, n, kScale, dS + r0 * Tk, Tk, K.slice<T>(b, h), K.ld, T(0),
+                   dQ + r0 * H * Dk, H * Dk);
+            }
+          }
+        }
+        if (want_k) {  // dK = scale dS^T Q, key block by key block
           T* dK = interleaved_slice<T>(out.dk, b, h);
-          if (direct_k) {  // dK = scale dS^T Q: A = dS read transposed
-            int64_t ld = 0;
-            const T* qr = rows_of<T>(Q, b, h, Tq, Dk, q_rows.data(), ld);
-            small_gemm(Tk, Dk, Tq, kScale, dS, 1, Tk, qr, ld, dK, H * Dk);
-          } else {
-            gemm(Transpose::yes, Q.trans, Tk, Dk, Tq, kScale, dS, Tk, Q.slice<T>(b, h), Q.ld, T(0), dK, H * Dk);
+          const T* qr = nullptr;
+          int64_t q_ld = 0;
+          for (int64_t c = 0; c < blocks.key_blocks(); ++c) {
+            const auto [c0, cols, from] = blocks.key(c);
+            const T* a = dS + from * Tk + c0;  // read transposed
+            if (use_direct(path, cols * Dk * (Tq - from))) {
+              if (!qr) qr = rows_of<T>(Q, b, h, Tq, Dk, q_rows.data(), q_ld);
+              small_gemm(cols, Dk, Tq - from, kScale, a, 1, Tk, qr + from * q_ld, q_ld, dK + c0 * H * Dk, H * Dk);
+            } else {
+              gemm(Transpose::yes, Q.trans, cols, Dk, Tq - from, kScale, a, Tk, row_at<T>(Q, b, h, from), Q.ld, T(0),
+                   dK + c0 * H * Dk, H * Dk);
+            }
           }
         }
       }
@@ -283,54 +326,24 @@ AttentionGrads backward_slices(const Tensor& g_in, const Tensor& q_in, const Ten
   return out;
 }
 
-std::string shape_or_undefined(const Tensor& t) { return t.defined() ? t.shape().str() : std::string("undefined"); }
-
 }  // namespace
 
 AttentionGrads attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& keep, const Tensor& bias, const Tensor& row_max,
                                   const Tensor& row_sum, double scale, const DropoutMask& dropout, bool want_q,
                                   bool want_k, bool want_v, bool want_scores, AttentionPath path) {
-  const bool want_scores_path = want_q || want_k || want_scores;
-  const bool operands_ok = q.defined() && k.defined() && (v.defined() || !want_scores_path);
-  if (operands_ok) check_attention_arguments(q, k, v.defined() ? v : k, keep, bias);
-  const Shape stats = operands_ok ? Shape{q.shape()[0], q.shape()[1], q.shape()[2]} : Shape();
-  const bool ok = operands_ok && g.defined() && g.dim() == 4 && g.shape()[0] == stats[0] &&
-                  g.shape()[1] == stats[1] && g.shape()[2] == stats[2] && g.dtype() == q.dtype() &&
-                  (!want_scores_path || v.shape()[3] == g.shape()[3]) && row_max.defined() &&
-                  row_max.shape() == stats && row_max.dtype() == q.dtype() && row_sum.defined() &&
-                  row_sum.shape() == stats && row_sum.dtype() == q.dtype();
-  if (!ok) {
-    throw std::invalid_argument(std::string(kOp) + "_backward: gradient " + shape_or_undefined(g) +
-                                " or saved operands do not fit together: q=" + shape_or_undefined(q) +
-                                " k=" + shape_or_undefined(k) + " v=" + shape_or_undefined(v) +
-                                " row_max=" + shape_or_undefined(row_max) + " row_sum=" + shape_or_undefined(row_sum));
-  }
+  check_attention_backward(g, q, k, v, keep, bias, row_max, row_sum, want_q || want_k || want_scores);
   const Shape scores{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
   return backward_slices(g, q, k, v, Tensor(), keep, bias, row_max, row_sum, scores, scale, dropout, want_q, want_k,
                          want_v, want_scores, path);
 }
 
-AttentionGrads attention_backward(const Tensor& g_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
-                                  const Tensor& weights_in, double scale, const DropoutMask& dropout, bool want_q,
+AttentionGrads attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& weights, double scale, const DropoutMask& dropout, bool want_q,
                                   bool want_k, bool want_v, bool want_scores, AttentionPath path) {
-  // Shapes come from whichever operands were saved: q is needed only for dk, k only for dq.
-  const bool want_scores_path = want_q || want_k || want_scores;
-  // t is (B, H, length, D) with the weights' B and H.
-  const auto fits = [&](const Tensor& t, int64_t length) {
-    return t.defined() && t.dim() == 4 && t.shape()[0] == weights_in.shape()[0] &&
-           t.shape()[1] == weights_in.shape()[1] && t.shape()[2] == length;
-  };
-  const bool weights_ok = weights_in.defined() && weights_in.dim() == 4;
-  if (!weights_ok || !fits(g_in, weights_in.shape()[2]) || (want_q && !fits(k_in, weights_in.shape()[3])) ||
-      (want_k && !fits(q_in, weights_in.shape()[2])) ||
-      (want_scores_path && (!fits(v_in, weights_in.shape()[3]) || v_in.shape()[3] != g_in.shape()[3])) ||
-      (want_q && want_k && q_in.shape()[3] != k_in.shape()[3])) {
-    throw std::invalid_argument(std::string(kOp) + "_backward: gradient " + shape_or_undefined(g_in) +
-                                " or saved operands do not match the weights " + shape_or_undefined(weights_in));
-  }
-  return backward_slices(g_in, q_in, k_in, v_in, weights_in.contiguous(), Tensor(), Tensor(), Tensor(), Tensor(),
-                         weights_in.shape(), scale, dropout, want_q, want_k, want_v, want_scores, path);
+  check_attention_backward(g, q, k, v, weights, want_q, want_k, want_scores);
+  return backward_slices(g, q, k, v, weights.contiguous(), Tensor(), Tensor(), Tensor(), Tensor(), weights.shape(),
+                         scale, dropout, want_q, want_k, want_v, want_scores, path);
 }
 
 }  // namespace ag::kernels

@@ -39,6 +39,8 @@ namespace ag::kernels {
 
 namespace {
 constexpr const char* kOp = "scaled_dot_product_attention";
+
+std::string shape_or_undefined(const Tensor& t) { return t.defined() ? t.shape().str() : std::string("undefined"); }
 }  // namespace
 
 void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
@@ -61,6 +63,44 @@ void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v
       throw std::invalid_argument(std::string(kOp) + ": bias " + bias.shape().str() + " has dtype " +
                                   dtype_name(bias.dtype()) + " but q has " + dtype_name(q.dtype()));
     }
+  }
+}
+
+void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
+                              const Tensor& bias, const Tensor& row_max, const Tensor& row_sum,
+                              bool want_scores_path) {
+  const bool operands_ok = q.defined() && k.defined() && (v.defined() || !want_scores_path);
+  if (operands_ok) check_attention_arguments(q, k, v.defined() ? v : k, keep, bias);
+  const Shape stats = operands_ok ? Shape{q.shape()[0], q.shape()[1], q.shape()[2]} : Shape();
+  const bool ok = operands_ok && g.defined() && g.dim() == 4 && g.shape()[0] == stats[0] &&
+                  g.shape()[1] == stats[1] && g.shape()[2] == stats[2] && g.dtype() == q.dtype() &&
+                  (!want_scores_path || v.shape()[3] == g.shape()[3]) && row_max.defined() &&
+                  row_max.shape() == stats && row_max.dtype() == q.dtype() && row_sum.defined() &&
+                  row_sum.shape() == stats && row_sum.dtype() == q.dtype();
+  if (!ok) {
+    throw std::invalid_argument(std::string(kOp) + "_backward: gradient " + shape_or_undefined(g) +
+                                " or saved operands do not fit together: q=" + shape_or_undefined(q) +
+                                " k=" + shape_or_undefined(k) + " v=" + shape_or_undefined(v) +
+                                " row_max=" + shape_or_undefined(row_max) + " row_sum=" + shape_or_undefined(row_sum));
+  }
+}
+
+void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& weights, bool want_q, bool want_k, bool want_scores) {
+  // Shapes come from whichever operands were saved: q is needed only for dk, k only for dq.
+  const bool want_scores_path = want_q || want_k || want_scores;
+  // t is (B, H, length, D) with the weights' B and H.
+  const auto fits = [&](const Tensor& t, int64_t length) {
+    return t.defined() && t.dim() == 4 && t.shape()[0] == weights.shape()[0] && t.shape()[1] == weights.shape()[1] &&
+           t.shape()[2] == length;
+  };
+  const bool weights_ok = weights.defined() && weights.dim() == 4;
+  if (!weights_ok || !fits(g, weights.shape()[2]) || (want_q && !fits(k, weights.shape()[3])) ||
+      (want_k && !fits(q, weights.shape()[2])) ||
+      (want_scores_path && (!fits(v, weights.shape()[3]) || v.shape()[3] != g.shape()[3])) ||
+      (want_q && want_k && q.shape()[3] != k.shape()[3])) {
+    throw std::invalid_argument(std::string(kOp) + "_backward: gradient " + shape_or_undefined(g) +
+                                " or saved operands do not match the weights " + shape_or_undefined(weights));
   }
 }
 

@@ -4,6 +4,7 @@
 // the interleaved layout of the results. Internal, not installed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -42,6 +43,12 @@ inline Operand make_operand(const Tensor& x) {
   return o;
 }
 
+// Row r of an operand's (b, h) slice matrix, as BLAS and the direct loops read it.
+template <typename T>
+const T* row_at(const Operand& o, int64_t b, int64_t h, int64_t r) {
+  return o.slice<T>(b, h) + (o.trans == Transpose::no ? r * o.ld : r);
+}
+
 // An optional (B, H, Tq, Tk)-broadcast tensor read through its strides (0 where broadcast).
 template <typename T>
 struct ScoreOperand {
@@ -57,6 +64,104 @@ struct ScoreOperand {
     return data + b * strides[0] + h * strides[1] + i * strides[2];
   }
   int64_t step() const { return strides[3]; }
+};
+
+// ---- the keys a mask hides ----
+// Query rows go in blocks of kBlock, and a block's products stop at its extent: one past the
+// last key any of its rows may weight. Every weight past it is exactly zero, so those columns
+// of the scores are neither computed nor multiplied (under a causal mask, about half of each
+// product). The products that run along the queries instead (dV = P^T dO, dK = dS^T Q) group
+// keys the same way: a key block starts at the first query row that reaches it.
+constexpr int64_t kBlock = 32;
+
+struct Blocks {
+  int64_t Tq, Tk;
+  std::vector<int64_t> extent;     // per block of query rows: keys [0, extent) may be weighted
+  std::vector<int64_t> first_row;  // per block of keys: the rows before it weight none of them
+
+  // reach[i]: one past the last key query row i may weight (0: none), for Tq rows and Tk keys.
+  Blocks(const std::vector<int64_t>& reach, int64_t keys)
+      : Tq(static_cast<int64_t>(reach.size())),
+        Tk(keys),
+        extent(static_cast<size_t>((static_cast<int64_t>(reach.size()) + kBlock - 1) / kBlock), 0),
+        first_row(static_cast<size_t>((Tk + kBlock - 1) / kBlock), Tq) {
+    for (size_t i = 0; i < reach.size(); ++i) {
+      int64_t& e = extent[i / kBlock];
+      e = std::max(e, reach[i]);
+      // Key blocks are visited from the last reached one down, stopping at one already reached
+      // by an earlier row (it and the blocks before it have their first row).
+      for (int64_t c = (reach[i] + kBlock - 1) / kBlock - 1; c >= 0; --c) {
+        int64_t& first = first_row[static_cast<size_t>(c)];
+        if (first < static_cast<int64_t>(i)) break;
+        first = static_cast<int64_t>(i);
+      }
+    }
+  }
+  int64_t query_blocks() const { return static_cast<int64_t>(extent.size()); }
+  int64_t key_blocks() const { return static_cast<int64_t>(first_row.size()); }
+
+  // Query block r: rows [first, first + count), weighting keys [0, reach).
+  struct Query {
+    int64_t first, count, reach;
+  };
+  Query query(int64_t r) const {
+    return {r * kBlock, std::min(kBlock, Tq - r * kBlock), extent[static_cast<size_t>(r)]};
+  }
+  // Key block c: keys [first, first + count), weighted by rows [from, Tq) only.
+  struct Key {
+    int64_t first, count, from;
+  };
+  Key key(int64_t c) const {
+    return {c * kBlock, std::min(kBlock, Tk - c * kBlock), first_row[static_cast<size_t>(c)]};
+  }
+};
+
+// One past the last nonzero of x[0], x[step], ... x[(n - 1) step]: scanned from the end, eight
+// at a time over unit-strided zeros (a causal row is mostly zeros there).
+template <typename T>
+int64_t reach_of_row(const T* x, int64_t n, int64_t step) {
+  int64_t j = n;
+  if (step == 1) {
+    while (j >= 8) {
+      bool any = false;
+      for (int64_t e = j - 8; e < j; ++e) any |= x[e] != T(0);
+      if (any) break;
+      j -= 8;
+    }
+  }
+  while (j > 0 && x[(j - 1) * step] == T(0)) --j;
+  return j;
+}
+
+// The blocks of a slice's weights P (Tq, Tk): each row reaches one past its last nonzero.
+template <typename T>
+Blocks weight_blocks(const T* P, int64_t Tq, int64_t Tk) {
+  std::vector<int64_t> reach(static_cast<size_t>(Tq));
+  for (int64_t i = 0; i < Tq; ++i) reach[static_cast<size_t>(i)] = reach_of_row(P + i * Tk, Tk, int64_t{1});
+  return Blocks(reach, Tk);
+}
+
+// The blocks of each slice from the keep mask: a row reaches one past its last kept key (every
+// key without a mask). Worked out once when every (b, h) shares the mask (none, or a causal
+// (Tq, Tk) one), else for each slice.
+template <typename T>
+class MaskBlocks {
+ public:
+  MaskBlocks(const ScoreOperand<T>& mask, int64_t Tq, int64_t Tk) : mask_(mask), Tq_(Tq), Tk_(Tk) {
+    if (!mask.data || (mask.strides[0] == 0 && mask.strides[1] == 0)) shared_.emplace_back(reach(0, 0), Tk);
+  }
+  Blocks of(int64_t b, int64_t h) const { return shared_.empty() ? Blocks(reach(b, h), Tk_) : shared_.front(); }
+
+ private:
+  std::vector<int64_t> reach(int64_t b, int64_t h) const {
+    std::vector<int64_t> r(static_cast<size_t>(Tq_), Tk_);
+    if (!mask_.data) return r;
+    for (int64_t i = 0; i < Tq_; ++i) r[static_cast<size_t>(i)] = reach_of_row(mask_.row(b, h, i), Tk_, mask_.step());
+    return r;
+  }
+  const ScoreOperand<T>& mask_;
+  int64_t Tq_, Tk_;
+  std::vector<Blocks> shared_;  // empty or one
 };
 
 // dst[e] = src[e] * scale where the mask keeps element base + e, else 0 (dst may be src).

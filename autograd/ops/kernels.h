@@ -95,8 +95,14 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Ind
 // scaled_dot_product_attention and every shape.
 void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
                                const Tensor& bias);
+// The checks of the two attention_backward entry points below (both throw naming every shape):
+// the saved operands and statistics against the gradient, or against the given weights.
+void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
+                              const Tensor& bias, const Tensor& row_max, const Tensor& row_sum, bool want_scores_path);
+void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& weights, bool want_q, bool want_k, bool want_scores);
 // How the per-slice products run: BLAS calls, or direct loops that beat BLAS's fixed cost per
-// call on small heads. `automatic` (what the library uses) picks by slice size; tests force
+// call on small heads. `automatic` (what the library uses) picks by each product's size; tests force
 // each path to hold them equal.
 enum class AttentionPath { automatic, blas, direct };
 // weights = softmax over keys of (scale * q k^T + bias) where keep != 0 (a row with no kept

@@ -151,11 +151,12 @@ BOOST_AUTO_TEST_CASE(results_are_views_of_heads_interleaved_memory) {
   }
 }
 
-// `automatic` takes the direct loops for small slices and BLAS for large ones (the same bits
-// as the forced path in each case).
-BOOST_AUTO_TEST_CASE(automatic_picks_direct_for_small_slices_and_blas_for_large) {
+// `automatic` takes the direct loops for small products and BLAS for large ones (the same bits
+// as the forced path in each case). A slice's products go a block of 32 queries or keys at a
+// time, so "large" is 32 x 128 x 64 = 262144 MACs for each block product here.
+BOOST_AUTO_TEST_CASE(automatic_picks_direct_for_small_products_and_blas_for_large) {
   const PathCase small{2, 2, 16, 16, 16, 16, Layout::heads_permuted, false, false, 0.0};
-  const PathCase large{1, 1, 128, 128, 16, 16, Layout::contiguous, false, false, 0.0};  // 262144 MACs each
+  const PathCase large{1, 1, 128, 128, 64, 64, Layout::contiguous, false, false, 0.0};
   const Inputs s = make_inputs(small, DType::f32), l = make_inputs(large, DType::f32);
   check_close(run(s, AttentionPath::automatic), run(s, AttentionPath::direct), 0.0);
   check_close(run(l, AttentionPath::automatic), run(l, AttentionPath::blas), 0.0);
