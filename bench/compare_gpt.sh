@@ -10,12 +10,13 @@
 #   ROUNDS=5 CONFIGS=baby GEN_CONFIGS=baby bench/compare_gpt.sh
 #   BUILD=build-bench bench/compare_gpt.sh                another build directory (default build/)
 #   TORCH_BLAS_THREADS=1 bench/compare_gpt.sh             PyTorch's OpenBLAS pool (default 2, as compare.sh)
+#   CONFIGS=large GEN_CONFIGS= bench/compare_gpt.sh       training steps only (an empty list skips a part)
 # Needs a release build of bench/gpt_step in $BUILD and /usr/bin/python3 with torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
-CONFIGS=${CONFIGS:-"baby large"}
-GEN_CONFIGS=${GEN_CONFIGS:-"baby large"}
+CONFIGS=${CONFIGS-"baby large"}
+GEN_CONFIGS=${GEN_CONFIGS-"baby large"}  # empty: no generation rows
 GEN_TOKENS=${GEN_TOKENS:-127}
 GEN_REPEATS=${GEN_REPEATS:-2}
 OURS_THREADS=${OURS_THREADS:-2}
@@ -82,6 +83,9 @@ for c in configs:
     orss, trss = max(r["peak_rss_mb"] for r in o), max(r["peak_rss_mb"] for r in t)
     print(f"{c:<7} {o[0]['parameters']:>9} {om:>12.1f} {tm:>11.1f} {om / tm:>6.2f} {best:>9.2f} {med(o, 'gflops'):>13.1f} "
           f"{med(t, 'gflops'):>14.1f} {orss:>12.1f} {trss:>13.1f} {orss / trss:>9.2f}")
+    # Each process's median, in the order they ran (the two sides alternate): shows the spread.
+    per = lambda rows: " ".join(f"{r['median_ms']:.0f}" for r in rows)
+    print(f"        per process, ms: attograd {per(o)} | pytorch {per(t)}")
 if gen_configs:
     print()
     print("greedy generation, batch 1, 1-token prompt, tokens/s (median over processes of each process's median)")
