@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -149,7 +150,8 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
         T* P = out.weights.data<T>() + slice * Tq * Tk;
         T* row_max = out.row_max.data<T>() + slice * Tq;
         T* row_sum = out.row_sum.data<T>() + slice * Tq;
-        const Blocks blocks = mask_blocks.of(b, h);
+        std::optional<Blocks> own;
+        const Blocks& blocks = mask_blocks.of(b, h, own);
         // P = softmax of the masked scores, keeping each row's statistics for the backward.
         masked_scores.compute(b, h, blocks, k_columns.data(), P, [&](int64_t i, T* row, int64_t n) {
           softmax_row(row, row, n, row_max[i], row_sum[i]);
@@ -229,17 +231,15 @@ AttentionGrads backward_slices(const Tensor& g_in, const Tensor& q_in, const Ten
       for (int64_t slice = first; slice < last; ++slice) {
         const int64_t b = slice / H, h = slice % H;
         const uint64_t base = static_cast<uint64_t>(slice * Tq * Tk);
-        const T* P = nullptr;
+        const T* P = recompute ? recomputed.data() : weights.data<T>() + slice * Tq * Tk;
         if (recompute) {  // P (Tq, Tk) = the forward's weights of this slice, again
           const T* max_of = row_max.data<T>() + slice * Tq;
           const T* sum_of = row_sum.data<T>() + slice * Tq;
-          masked_scores.compute(b, h, mask_blocks.of(b, h), k_columns.data(),
-                                recomputed.data(), [&](int64_t i, T* row, int64_t n) {
-                                  softmax_row_from(row, row, n, max_of[i], sum_of[i]);
-                                });
-          P = recomputed.data();
-        } else {
-          P = weights.data<T>() + slice * Tq * Tk;
+          std::optional<Blocks> own;
+          const auto softmax = [&](int64_t i, T* row, int64_t n) {
+            softmax_row_from(row, row, n, max_of[i], sum_of[i]);
+          };
+          masked_scores.compute(b, h, mask_blocks.of(b, h, own), k_columns.data(), recomputed.data(), softmax);
         }
         // The products below skip what the weights leave at zero. Their blocks come from P on
         // both entry points, so given and recomputed weights take the same paths and bits.

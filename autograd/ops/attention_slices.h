@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "attograd/autograd/ops/kernels.h"
@@ -150,7 +151,11 @@ class MaskBlocks {
   MaskBlocks(const ScoreOperand<T>& mask, int64_t Tq, int64_t Tk) : mask_(mask), Tq_(Tq), Tk_(Tk) {
     if (!mask.data || (mask.strides[0] == 0 && mask.strides[1] == 0)) shared_.emplace_back(reach(0, 0), Tk);
   }
-  Blocks of(int64_t b, int64_t h) const { return shared_.empty() ? Blocks(reach(b, h), Tk_) : shared_.front(); }
+  // The blocks of slice (b, h): the shared ones, or worked out into `own`.
+  const Blocks& of(int64_t b, int64_t h, std::optional<Blocks>& own) const {
+    if (!shared_.empty()) return shared_.front();
+    return own.emplace(reach(b, h), Tk_);
+  }
 
  private:
   std::vector<int64_t> reach(int64_t b, int64_t h) const {
