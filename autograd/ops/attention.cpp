@@ -70,6 +70,33 @@ bool use_direct(AttentionPath path, int64_t macs) {
   return false;
 }
 
+// C (Tq, Tk), row stride Tk, = alpha A X^T a query block at a time, up to each block's reach,
+// for the products of a query row with every key: the scores (A = Q, X = K) and dPd (A = dO,
+// X = V), both (T, D) operands. Each row then goes to each_row(i, row, n) with its first n
+// entries computed, and entries n.. are zeroed. x_columns: scratch for X^T (D * Tk) when the
+// direct loops need it.
+template <typename T, typename EachRow>
+void with_every_key(const Blocks& blocks, AttentionPath path, T alpha, const Operand& A, const Operand& X, int64_t b,
+                    int64_t h, int64_t D, T* x_columns, T* C, EachRow&& each_row) {
+  const int64_t Tk = blocks.Tk;
+  const T* xt = nullptr;
+  int64_t ld = 0;
+  for (int64_t r = 0; r < blocks.query_blocks(); ++r) {
+    const auto [r0, rows, n] = blocks.query(r);
+    if (use_direct(path, rows * n * D)) {
+      if (!xt) xt = columns_of<T>(X, b, h, Tk, D, x_columns, ld);
+      small_gemm(rows, n, D, alpha, row_at<T>(A, b, h, r0), row_stride(A), col_stride(A), xt, ld, C + r0 * Tk, Tk);
+    } else {
+      gemm(A.trans, flipped(X.trans), rows, n, D, alpha, row_at<T>(A, b, h, r0), A.ld, X.slice<T>(b, h), X.ld, T(0),
+           C + r0 * Tk, Tk);
+    }
+    for (int64_t i = r0; i < r0 + rows; ++i) {
+      each_row(i, C + i * Tk, n);
+      std::fill(C + i * Tk + n, C + (i + 1) * Tk, T(0));
+    }
+  }
+}
+
 // The weights of one (b, h) slice come from its masked scores S = scale Q K^T + bias, with
 // masked keys at -inf (Tq, Tk); the forward computes them and the backward computes them again
 // with this same code and the same blocks, so both get the same bits.
@@ -85,41 +112,69 @@ struct SliceScores {
 
   bool needs_k_columns() const { return path != AttentionPath::blas && K.trans == Transpose::no; }
 
-  // S: (Tq, Tk), row stride Tk; block by block (blocks: from the mask), each row goes to
-  // finish_row(i, row, n) once its first n entries are masked (the softmax, in place), and
-  // entries n.. are then zeroed. k_columns: scratch for K^T (Dk * Tk) when needs_k_columns().
+  // S: (Tq, Tk), row stride Tk, block by block (blocks: from the mask); each row goes to
+  // finish_row(i, row, n) once its first n entries are masked (the softmax, in place).
+  // k_columns: scratch for K^T (Dk * Tk) when needs_k_columns().
   template <typename FinishRow>
   void compute(int64_t b, int64_t h, const Blocks& blocks, T* k_columns, T* S, FinishRow&& finish_row) const {
-    const T* kt = nullptr;
-    int64_t ld = 0;
-    for (int64_t r = 0; r < blocks.query_blocks(); ++r) {
-      const auto [r0, rows, n] = blocks.query(r);
-      if (use_direct(path, rows * n * Dk)) {
-        if (!kt) kt = columns_of<T>(K, b, h, Tk, Dk, k_columns, ld);
-        small_gemm(rows, n, Dk, scale, row_at<T>(Q, b, h, r0), row_stride(Q), col_stride(Q), kt, ld, S + r0 * Tk,
-                   Tk);
-      } else {
-        gemm(Q.trans, flipped(K.trans), rows, n, Dk, scale, row_at<T>(Q, b, h, r0), Q.ld, K.slice<T>(b, h), K.ld,
-             T(0), S + r0 * Tk, Tk);
+    with_every_key(blocks, path, scale, Q, K, b, h, Dk, k_columns, S, [&](int64_t i, T* row, int64_t n) {
+      if (add.data) {
+        const T* a = add.row(b, h, i);
+        for (int64_t j = 0; j < n; ++j) row[j] += a[j * add.step()];
       }
-      for (int64_t i = r0; i < r0 + rows; ++i) {
-        T* row = S + i * Tk;
-        if (add.data) {
-          const T* a = add.row(b, h, i);
-          for (int64_t j = 0; j < n; ++j) row[j] += a[j * add.step()];
+      if (mask.data) {
+        const T* m = mask.row(b, h, i);
+        for (int64_t j = 0; j < n; ++j) {
+          if (m[j * mask.step()] == T(0)) row[j] = -std::numeric_limits<T>::infinity();
         }
-        if (mask.data) {
-          const T* m = mask.row(b, h, i);
-          for (int64_t j = 0; j < n; ++j) {
-            if (m[j * mask.step()] == T(0)) row[j] = -std::numeric_limits<T>::infinity();
-          }
-        }
-        finish_row(i, row, n);
-        std::fill(row + n, row + Tk, T(0));
       }
-    }
+      finish_row(i, row, n);
+    });
   }
 };
+
+// C = alpha A X a query block at a time, for the products that sum over keys: the output
+// (A = the weights, X = V) and dQ (A = dS, X = K). A is (Tq, Tk) with row stride Tk, X a
+// (Tk, D) operand; query block r sums keys [0, reach) only and fills its rows of C.
+template <typename T>
+void sum_over_keys(const Blocks& blocks, AttentionPath path, T alpha, const T* A, const Operand& X, int64_t b,
+                   int64_t h, int64_t D, T* x_scratch, T* C, int64_t ldc) {
+  const int64_t Tk = blocks.Tk;
+  const T* x = nullptr;
+  int64_t ld = 0;
+  for (int64_t r = 0; r < blocks.query_blocks(); ++r) {
+    const auto [r0, rows, n] = blocks.query(r);
+    if (use_direct(path, rows * D * n)) {
+      if (!x) x = rows_of<T>(X, b, h, Tk, D, x_scratch, ld);
+      small_gemm(rows, D, n, alpha, A + r0 * Tk, Tk, 1, x, ld, C + r0 * ldc, ldc);
+    } else {
+      gemm(Transpose::no, X.trans, rows, D, n, alpha, A + r0 * Tk, Tk, X.slice<T>(b, h), X.ld, T(0), C + r0 * ldc,
+           ldc);
+    }
+  }
+}
+
+// C = alpha A^T X a key block at a time, for the products that sum over queries: dV (A = Pd,
+// X = dO) and dK (A = dS, X = Q). X is a (Tq, D) operand; key block c sums query rows
+// [from, Tq) only and fills its rows of C.
+template <typename T>
+void sum_over_queries(const Blocks& blocks, AttentionPath path, T alpha, const T* A, const Operand& X, int64_t b,
+                      int64_t h, int64_t D, T* x_scratch, T* C, int64_t ldc) {
+  const int64_t Tq = blocks.Tq, Tk = blocks.Tk;
+  const T* x = nullptr;
+  int64_t ld = 0;
+  for (int64_t c = 0; c < blocks.key_blocks(); ++c) {
+    const auto [c0, cols, from] = blocks.key(c);
+    const T* a = A + from * Tk + c0;  // read transposed
+    if (use_direct(path, cols * D * (Tq - from))) {
+      if (!x) x = rows_of<T>(X, b, h, Tq, D, x_scratch, ld);
+      small_gemm(cols, D, Tq - from, alpha, a, 1, Tk, x + from * ld, ld, C + c0 * ldc, ldc);
+    } else {
+      gemm(Transpose::yes, X.trans, cols, D, Tq - from, alpha, a, Tk, row_at<T>(X, b, h, from), X.ld, T(0),
+           C + c0 * ldc, ldc);
+    }
+  }
+}
 
 }  // namespace
 
@@ -161,19 +216,8 @@ AttentionForward attention_forward(const Tensor& q_in, const Tensor& k_in, const
           drop(P, dropped.data(), Tq * Tk, static_cast<uint64_t>(slice * Tq * Tk), dropout);
           weights = dropped.data();
         }
-        T* O = interleaved_slice<T>(out.output, b, h);
-        const T* vr = nullptr;
-        int64_t ld = 0;
-        for (int64_t r = 0; r < blocks.query_blocks(); ++r) {  // O = weights V, up to each block's extent
-          const auto [r0, rows, n] = blocks.query(r);
-          if (use_direct(path, rows * n * Dv)) {
-            if (!vr) vr = rows_of<T>(V, b, h, Tk, Dv, v_rows.data(), ld);
-            small_gemm(rows, Dv, n, T(1), weights + r0 * Tk, Tk, 1, vr, ld, O + r0 * H * Dv, H * Dv);
-          } else {
-            gemm(Transpose::no, V.trans, rows, Dv, n, T(1), weights + r0 * Tk, Tk, V.slice<T>(b, h), V.ld, T(0),
-                 O + r0 * H * Dv, H * Dv);
-          }
-        }
+        sum_over_keys(blocks, path, T(1), weights, V, b, h, Dv, v_rows.data(), interleaved_slice<T>(out.output, b, h),
+                      H * Dv);
       }
     });
   });
@@ -244,81 +288,32 @@ AttentionGrads backward_slices(const Tensor& g_in, const Tensor& q_in, const Ten
         // The products below skip what the weights leave at zero. Their blocks come from P on
         // both entry points, so given and recomputed weights take the same paths and bits.
         const Blocks blocks = weight_blocks(P, Tq, Tk);
-        if (want_v) {  // dV = Pd^T dO, key block by key block
+        if (want_v) {  // dV = Pd^T dO
           const T* Pd = P;
           if (dropout.active()) {
             drop(P, dropped.data(), Tq * Tk, base, dropout);
             Pd = dropped.data();
           }
-          T* dV = interleaved_slice<T>(out.dv, b, h);
-          const T* g = nullptr;
-          int64_t ld = 0;
-          for (int64_t c = 0; c < blocks.key_blocks(); ++c) {
-            const auto [c0, cols, from] = blocks.key(c);
-            const T* a = Pd + from * Tk + c0;  // read transposed
-            if (use_direct(path, cols * Dv * (Tq - from))) {
-              if (!g) g = rows_of<T>(G, b, h, Tq, Dv, g_rows.data(), ld);
-              small_gemm(cols, Dv, Tq - from, T(1), a, 1, Tk, g + from * ld, ld, dV + c0 * H * Dv, H * Dv);
-            } else {
-              gemm(Transpose::yes, G.trans, cols, Dv, Tq - from, T(1), a, Tk, row_at<T>(G, b, h, from), G.ld, T(0),
-                   dV + c0 * H * Dv, H * Dv);
-            }
-          }
+          sum_over_queries(blocks, path, T(1), Pd, G, b, h, Dv, g_rows.data(), interleaved_slice<T>(out.dv, b, h),
+                           H * Dv);
         }
         if (!want_scores_path) continue;
         T* dS = want_scores ? out.dscores.data<T>() + slice * Tq * Tk : scratch.data();
-        const T* vt = nullptr;
-        int64_t ld = 0;
-        for (int64_t r = 0; r < blocks.query_blocks(); ++r) {  // dPd = dO V^T, then dS, query block by block
-          const auto [r0, rows, n] = blocks.query(r);
-          if (use_direct(path, rows * n * Dv)) {
-            if (!vt) vt = columns_of<T>(V, b, h, Tk, Dv, v_columns.data(), ld);
-            small_gemm(rows, n, Dv, T(1), row_at<T>(G, b, h, r0), row_stride(G), col_stride(G), vt, ld, dS + r0 * Tk,
-                       Tk);
-          } else {
-            gemm(G.trans, flipped(V.trans), rows, n, Dv, T(1), row_at<T>(G, b, h, r0), G.ld, V.slice<T>(b, h), V.ld,
-                 T(0), dS + r0 * Tk, Tk);
-          }
-          for (int64_t i = r0; i < r0 + rows; ++i) {
-            T* d = dS + i * Tk;
-            const T* p = P + i * Tk;
-            if (dropout.active()) drop(d, d, n, base + static_cast<uint64_t>(i * Tk), dropout);
-            // Masked keys and fully masked rows have p = 0, so their score gradient is exactly 0.
-            const T dot = row_dot(d, p, n);
-            for (int64_t j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot);
-            std::fill(d + n, d + Tk, T(0));
-          }
+        // dPd = dO V^T, then dS row by row.
+        with_every_key(blocks, path, T(1), G, V, b, h, Dv, v_columns.data(), dS, [&](int64_t i, T* d, int64_t n) {
+          const T* p = P + i * Tk;
+          if (dropout.active()) drop(d, d, n, base + static_cast<uint64_t>(i * Tk), dropout);
+          // Masked keys and fully masked rows have p = 0, so their score gradient is exactly 0.
+          const T dot = row_dot(d, p, n);
+          for (int64_t j = 0; j < n; ++j) d[j] = p[j] * (d[j] - dot);
+        });
+        if (want_q) {  // dQ = scale dS K
+          sum_over_keys(blocks, path, kScale, dS, K, b, h, Dk, k_rows.data(), interleaved_slice<T>(out.dq, b, h),
+                        H * Dk);
         }
-        if (want_q) {  // dQ = scale dS K, query block by block
-          T* dQ = interleaved_slice<T>(out.dq, b, h);
-          const T* kr = nullptr;
-          int64_t k_ld = 0;
-          for (int64_t r = 0; r < blocks.query_blocks(); ++r) {
-            const auto [r0, rows, n] = blocks.query(r);
-            if (use_direct(path, rows * Dk * n)) {
-              if (!kr) kr = rows_of<T>(K, b, h, Tk, Dk, k_rows.data(), k_ld);
-              small_gemm(rows, Dk, n, kScale, dS + r0 * Tk, Tk, 1, kr, k_ld, dQ + r0 * H * Dk, H * Dk);
-            } else {
-              gemm(Transpose::no, K.trans, rows, Dk, n, kScale, dS + r0 * Tk, Tk, K.slice<T>(b, h), K.ld, T(0),
-                   dQ + r0 * H * Dk, H * Dk);
-            }
-          }
-        }
-        if (want_k) {  // dK = scale dS^T Q, key block by key block
-          T* dK = interleaved_slice<T>(out.dk, b, h);
-          const T* qr = nullptr;
-          int64_t q_ld = 0;
-          for (int64_t c = 0; c < blocks.key_blocks(); ++c) {
-            const auto [c0, cols, from] = blocks.key(c);
-            const T* a = dS + from * Tk + c0;  // read transposed
-            if (use_direct(path, cols * Dk * (Tq - from))) {
-              if (!qr) qr = rows_of<T>(Q, b, h, Tq, Dk, q_rows.data(), q_ld);
-              small_gemm(cols, Dk, Tq - from, kScale, a, 1, Tk, qr + from * q_ld, q_ld, dK + c0 * H * Dk, H * Dk);
-            } else {
-              gemm(Transpose::yes, Q.trans, cols, Dk, Tq - from, kScale, a, Tk, row_at<T>(Q, b, h, from), Q.ld, T(0),
-                   dK + c0 * H * Dk, H * Dk);
-            }
-          }
+        if (want_k) {  // dK = scale dS^T Q
+          sum_over_queries(blocks, path, kScale, dS, Q, b, h, Dk, q_rows.data(), interleaved_slice<T>(out.dk, b, h),
+                           H * Dk);
         }
       }
     });
