@@ -97,10 +97,12 @@ void run_product(const Tensor& a, const Tensor& b, const ProductShapes& shapes, 
   // kSplitAlign rows: BLAS kernels give a matrix's last rows (past a multiple of their unroll)
   // a different loop, and an aligned split keeps every row on the same path, so the bits do
   // not depend on the thread count (tests/core/test_parallel.cpp holds this; splitting columns
-  // does not keep it, so it is not done). The rows past the last multiple go with the piece
-  // before them: a piece of one row alone would be a matrix-vector product to BLAS, another
-  // loop again.
-  constexpr int64_t kSplitAlign = 64;
+  // does not keep it, so it is not done). The unroll depends on the kernel OpenBLAS picks for
+  // the CPU: its Zen float32 kernel takes our rows 12 at a time, the others seen here 4 or 8,
+  // so the alignment is 48, a multiple of each (64 was not, and split differently on Zen).
+  // The rows past the last multiple go with the piece before them: a piece of one row alone
+  // would be a matrix-vector product to BLAS, another loop again.
+  constexpr int64_t kSplitAlign = 48;
   const double work = 2.0 * static_cast<double>(nb) * static_cast<double>(m) * static_cast<double>(n) *
                       static_cast<double>(k);
   const int64_t units = std::max<int64_t>(1, m / kSplitAlign);
