@@ -117,7 +117,12 @@ stopped=$(sed -n -E 's/^resumed r.st at step ([0-9]+)$/\1/p' r2.out)
 cmp <(untimed u.jsonl) <(untimed r.jsonl) || fail "resumed -np 2 metrics differ from the uninterrupted run's"
 "$seq" --resume r1.st --save r1.st --eval-every 10 --eval-sequences 256 --log r1.jsonl --plot r1.svg --quiet >r1.out 2>&1 ||
   fail "resume in one process: $(cat r1.out)"
-"$check" --compare-params u.st r1.st 1e-5 || fail "stopped at step $stopped and resumed in one process: too far from the -np 2 run"
+# The one-process leg sums each batch in another order for up to 280 updates. Its loss curve
+# stays within 1e-7 of the -np 2 run's, but single weights drift further: 1.8e-5 of their
+# tensor's largest value when stopped at step 31 or 65, 1e-6 at step 91 (one float32 kernel
+# change moved the step-31 case from under 1e-5 to over it). 1e-4 bounds that drift; a resume
+# that lost the momentum or the data position is off by orders of magnitude more.
+"$check" --compare-params u.st r1.st 1e-4 || fail "stopped at step $stopped and resumed in one process: too far from the -np 2 run"
 "$check" --compare-metrics u.jsonl r1.jsonl 1e-5 || fail "resumed in one process: the metrics drift from the -np 2 run's"
 echo "ok: -np 2 stopped at step $stopped and resumed with -np 2 == uninterrupted, bit for bit; resumed in one process: close"
 
