@@ -21,6 +21,39 @@ bool empty_sum(int64_t m, int64_t n, int64_t k, T beta, T* c, int64_t ldc) {
   return true;
 }
 
+// A product with one row or one column of C is a matrix-vector product, and goes to gemv:
+// gemm would pack all of op(B) (or op(A)) for the one row it multiplies, and on OpenBLAS's
+// Zen kernels that packing was half the time of decoding a token (batch 1, every linear a
+// single row). beta = 0 means C's contents are ignored, so C is zeroed first: BLAS versions
+// differ in whether gemv's beta = 0 overwrites y or scales it (0 * NaN garbage stays NaN).
+template <typename T, typename Gemv>
+bool as_gemv(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+             const T* b, int64_t ldb, T beta, T* c, int64_t ldc, Gemv gemv) {
+  if (m == 1) {  // c (1, n) = alpha op(B)^T a + beta c; a's elements are lda apart when transposed
+    if (beta == T(0)) std::fill(c, c + n, T(0));
+    const int64_t inc_a = ta == Transpose::no ? 1 : lda;
+    if (tb == Transpose::no) {  // B lies (k, n)
+      gemv(CblasRowMajor, CblasTrans, I(k), I(n), alpha, b, I(ldb), a, I(inc_a), beta, c, 1);
+    } else {  // B lies (n, k)
+      gemv(CblasRowMajor, CblasNoTrans, I(n), I(k), alpha, b, I(ldb), a, I(inc_a), beta, c, 1);
+    }
+    return true;
+  }
+  if (n == 1) {  // c (m, 1), elements ldc apart, = alpha op(A) b + beta c
+    if (beta == T(0)) {
+      for (int64_t i = 0; i < m; ++i) c[i * ldc] = T(0);
+    }
+    const int64_t inc_b = tb == Transpose::no ? ldb : 1;
+    if (ta == Transpose::no) {  // A lies (m, k)
+      gemv(CblasRowMajor, CblasNoTrans, I(m), I(k), alpha, a, I(lda), b, I(inc_b), beta, c, I(ldc));
+    } else {  // A lies (k, m)
+      gemv(CblasRowMajor, CblasTrans, I(k), I(m), alpha, a, I(lda), b, I(inc_b), beta, c, I(ldc));
+    }
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, Transpose& trans, int64_t& ld) {
@@ -42,12 +75,14 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, Trans
 void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (empty_sum(m, n, k, beta, c, ldc)) return;
+  if (as_gemv(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cblas_sgemv)) return;
   cblas_sgemm(CblasRowMajor, blas(ta), blas(tb), I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb), beta, c, I(ldc));
 }
 
 void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   if (empty_sum(m, n, k, beta, c, ldc)) return;
+  if (as_gemv(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cblas_dgemv)) return;
   cblas_dgemm(CblasRowMajor, blas(ta), blas(tb), I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb), beta, c, I(ldc));
 }
 

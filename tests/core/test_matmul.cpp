@@ -3,6 +3,10 @@
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 
+#include <cmath>
+#include <limits>
+
+#include "attograd/core/gemm.h"
 #include "support.h"
 
 namespace bdata = boost::unit_test::data;
@@ -185,6 +189,75 @@ BOOST_AUTO_TEST_CASE(matmul_add_rejects_a_wrong_out) {
   Tensor fine = zeros({2, 3}, DType::f32);
   AG_CHECK_THROWS_WITH(kernels::matmul_add_(fine, a, zeros({5, 3}, DType::f32)), std::invalid_argument, "matmul",
                        "inner dimensions", "(2, 4)", "(5, 3)");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// ag::gemm sends a product with one row or one column of C to BLAS's matrix-vector routine.
+// Every flag pair, operands and C with leading dimensions wider than the matrix (the padding
+// must be skipped and left alone), alpha != 1, and beta 0 over NaN (C's contents ignored) as
+// well as beta 1 (added to).
+BOOST_AUTO_TEST_SUITE(gemm_with_one_row_or_column)
+
+template <typename T>
+void check_vector_product(int64_t m, int64_t n, int64_t k, Transpose ta, Transpose tb, T beta) {
+  constexpr int64_t kPad = 3;
+  // op(A) (m, k) lies (m, k) or, transposed, (k, m); likewise op(B) (k, n).
+  const int64_t a_rows = ta == Transpose::no ? m : k, a_cols = ta == Transpose::no ? k : m;
+  const int64_t b_rows = tb == Transpose::no ? k : n, b_cols = tb == Transpose::no ? n : k;
+  const int64_t lda = a_cols + kPad, ldb = b_cols + kPad, ldc = n + kPad;
+  Generator gen(static_cast<uint64_t>(m * 100 + n * 10 + k));
+  const std::vector<double> va = normal({a_rows * lda}, 0.0, 1.0, gen, DType::f64).to_vector();
+  const std::vector<double> vb = normal({b_rows * ldb}, 0.0, 1.0, gen, DType::f64).to_vector();
+  const std::vector<double> vc = normal({m * ldc}, 0.0, 1.0, gen, DType::f64).to_vector();
+  std::vector<T> a(va.begin(), va.end()), b(vb.begin(), vb.end()), c(vc.begin(), vc.end());
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      if (j >= n) c[static_cast<size_t>(i * ldc + j)] = nan;  // padding: must stay untouched
+      else if (beta == T(0)) c[static_cast<size_t>(i * ldc + j)] = nan;
+    }
+  }
+  const std::vector<T> c_before = c;
+  const T alpha = T(0.5);
+  gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  const auto at_a = [&](int64_t i, int64_t p) { return ta == Transpose::no ? va[size_t(i * lda + p)] : va[size_t(p * lda + i)]; };
+  const auto at_b = [&](int64_t p, int64_t j) { return tb == Transpose::no ? vb[size_t(p * ldb + j)] : vb[size_t(j * ldb + p)]; };
+  const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-12;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < ldc; ++j) {
+      const size_t at = static_cast<size_t>(i * ldc + j);
+      if (j >= n) {
+        BOOST_TEST(std::isnan(static_cast<double>(c[at])), "padding written at (" << i << ", " << j << ")");
+        continue;
+      }
+      double want = 0;
+      for (int64_t p = 0; p < k; ++p) want += at_a(i, p) * at_b(p, j);
+      want *= static_cast<double>(alpha);
+      if (beta != T(0)) want += static_cast<double>(beta) * static_cast<double>(c_before[at]);
+      BOOST_TEST(std::abs(static_cast<double>(c[at]) - want) <= tol * (1 + std::abs(want)),
+                 "(" << i << ", " << j << "): " << c[at] << " want " << want);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(match_a_double_loop_for_every_flag_pair) {
+  struct Dims {
+    int64_t m, n, k;
+  };
+  for (const Dims d : {Dims{1, 7, 5}, Dims{6, 1, 5}, Dims{1, 1, 9}, Dims{1, 40, 33}, Dims{37, 1, 20}}) {
+    for (const Transpose ta : {Transpose::no, Transpose::yes}) {
+      for (const Transpose tb : {Transpose::no, Transpose::yes}) {
+        BOOST_TEST_CONTEXT("m " << d.m << " n " << d.n << " k " << d.k << " ta " << (ta == Transpose::yes)
+                                << " tb " << (tb == Transpose::yes)) {
+          check_vector_product<float>(d.m, d.n, d.k, ta, tb, 0.0f);
+          check_vector_product<float>(d.m, d.n, d.k, ta, tb, 1.0f);
+          check_vector_product<double>(d.m, d.n, d.k, ta, tb, 0.0);
+          check_vector_product<double>(d.m, d.n, d.k, ta, tb, 1.0);
+        }
+      }
+    }
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()
