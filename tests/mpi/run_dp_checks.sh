@@ -120,10 +120,13 @@ cmp <(untimed u.jsonl) <(untimed r.jsonl) || fail "resumed -np 2 metrics differ 
 # The one-process leg sums each batch in another order for up to 280 updates. Its loss curve
 # stays within 1e-7 of the -np 2 run's, but single weights drift further: 1.8e-5 of their
 # tensor's largest value when stopped at step 31 or 65, 1e-6 at step 91 (one float32 kernel
-# change moved the step-31 case from under 1e-5 to over it). 1e-4 bounds that drift; a resume
-# that lost the momentum or the data position is off by orders of magnitude more.
+# change moved the step-31 case from under 1e-5 to over it). 1e-4 bounds that drift; the same
+# checkpoint resumed with its momentum zeroed ends 0.31 away.
 "$check" --compare-params u.st r1.st 1e-4 || fail "stopped at step $stopped and resumed in one process: too far from the -np 2 run"
-"$check" --compare-metrics u.jsonl r1.jsonl 1e-5 || fail "resumed in one process: the metrics drift from the -np 2 run's"
+# The same drift can flip a held-out prediction near a tie (seen: one token of 2560 at step
+# 260), which moves an accuracy by 1/2560 or 1/256, far past 1e-5 relative. Losses, learning
+# rate and gradient norm stay held to 1e-5; the accuracies may differ by one sequence, 1/256.
+"$check" --compare-metrics u.jsonl r1.jsonl 1e-5 0.00390625 || fail "resumed in one process: the metrics drift from the -np 2 run's"
 echo "ok: -np 2 stopped at step $stopped and resumed with -np 2 == uninterrupted, bit for bit; resumed in one process: close"
 
 # --- 5. faults -------------------------------------------------------------------------------
