@@ -30,7 +30,7 @@
 #include "../examples/threads_flag.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/optim.h"
-#include "attograd/train/tasks.h"
+#include "attograd/train/data/sequence_tasks.h"
 
 namespace {
 
@@ -173,8 +173,8 @@ int main(int argc, char** argv) {
   ag::AdamOptions ao;
   ao.lr = 1e-3;
   ag::Adam optimizer(model.named_parameters(), ao);
-  ag::TaskOptions to;
-  to.kind = ag::TaskKind::reverse;
+  ag::SequenceTaskOptions to;
+  to.kind = ag::SequenceTaskKind::reverse;
   to.vocab_size = c.vocab;
   to.seq_len = c.seq_len;
   to.batch_size = c.batch;
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
 
   ag::Profiler profiler;
   const auto step = [&](uint64_t index) {
-    const ag::Batch batch = task.train_batch(index);
+    const ag::SequenceBatch batch = task.train_batch(index);
     optimizer.zero_grad();
     ag::Variable loss = dp ? ag::cross_entropy(model(ag::shard_rows(batch.inputs, shard)), ag::shard_rows(batch.targets, shard))
                            : ag::cross_entropy(model(batch.inputs), batch.targets);

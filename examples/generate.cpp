@@ -21,7 +21,7 @@
 #include "attograd/core/threads.h"
 #include "attograd/models/generate.h"
 #include "attograd/train/gpt_trainer.h"
-#include "attograd/train/text.h"
+#include "attograd/train/data/text.h"
 #include "threads_flag.h"
 
 #ifndef ATTOGRAD_VERSION

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "attograd/train/atomic_file.h"
-#include "attograd/train/communicator.h"
-#include "attograd/train/outputs.h"
+#include "attograd/train/io/atomic_file.h"
+#include "attograd/train/dist/communicator.h"
+#include "attograd/train/io/outputs.h"
 #include "train_sequence_cli.h"
 
 namespace ag {

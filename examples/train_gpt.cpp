@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "attograd/core/rng.h"
-#include "attograd/train/communicator.h"
+#include "attograd/train/dist/communicator.h"
 #include "attograd/train/gpt_trainer.h"
-#include "attograd/train/outputs.h"
-#include "attograd/train/progress.h"
-#include "attograd/train/text.h"
+#include "attograd/train/io/outputs.h"
+#include "attograd/train/report/progress.h"
+#include "attograd/train/data/text.h"
 #include "program_main.h"
 #include "train_gpt_cli.h"
 

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "attograd/core/rng.h"
-#include "attograd/train/atomic_file.h"
-#include "attograd/train/outputs.h"
-#include "attograd/train/progress.h"
+#include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/outputs.h"
+#include "attograd/train/report/progress.h"
 #include "attograd/train/seq2seq_trainer.h"
 #include "program_main.h"
 #include "train_seq2seq_cli.h"

@@ -19,7 +19,7 @@
 
 #include "attograd/core/format.h"
 #include "attograd/models/seq2seq.h"
-#include "attograd/train/seq2seq_tasks.h"
+#include "attograd/train/data/seq2seq_tasks.h"
 #include "attograd/train/trainer.h"
 #include "train_sequence_cli.h"
 

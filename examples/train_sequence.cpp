@@ -18,11 +18,11 @@
 #include <vector>
 
 #include "attograd/core/rng.h"
-#include "attograd/train/communicator.h"
-#include "attograd/train/atomic_file.h"
+#include "attograd/train/dist/communicator.h"
+#include "attograd/train/io/atomic_file.h"
 #include "attograd/train/memory.h"
-#include "attograd/train/outputs.h"
-#include "attograd/train/progress.h"
+#include "attograd/train/io/outputs.h"
+#include "attograd/train/report/progress.h"
 #include "attograd/train/trainer.h"
 #include "program_main.h"
 #include "train_sequence_cli.h"
@@ -65,10 +65,10 @@ std::string percent(double v) {
   return os.str();
 }
 
-std::string describe(const TaskOptions& task, const SequenceModelOptions& m, const TrainerOptions& t, int64_t params) {
+std::string describe(const SequenceTaskOptions& task, const SequenceModelOptions& m, const TrainerOptions& t, int64_t params) {
   std::ostringstream os;
-  os << "task   " << task_name(task.kind);
-  if (task.kind == TaskKind::shift) os << " (k=" << task.shift << ")";
+  os << "task   " << sequence_task_name(task.kind);
+  if (task.kind == SequenceTaskKind::shift) os << " (k=" << task.shift << ")";
   os << ", vocab " << task.vocab_size << ", length " << task.seq_len << ", batch " << task.batch_size << ", seed "
      << task.seed << "\n"
      << "model  d_model " << m.d_model << ", " << m.n_head << " heads, d_ff " << m.d_ff << ", " << m.n_layers
@@ -85,7 +85,7 @@ int run(const TrainSequenceArgs& args) {
   Communicator& comm = Communicator::world();  // under mpirun: this rank of a data-parallel run
   print_on_root_only(comm);
   SequenceModelOptions model_options = args.model;
-  TaskOptions task = args.task;
+  SequenceTaskOptions task = args.task;
   TrainerOptions trainer_options = args.trainer;
   if (!args.resume_path.empty()) {
     // The run's configuration comes from the checkpoint; only what observes it from the flags.
@@ -102,7 +102,7 @@ int run(const TrainSequenceArgs& args) {
   }
   trainer_options.communicator = &comm;
 
-  const std::string run_dir = std::string("runs/") + task_name(task.kind);
+  const std::string run_dir = std::string("runs/") + sequence_task_name(task.kind);
   TrainerOutputs outputs;
   outputs.log_path = args.log_path.empty() ? run_dir + "/metrics.jsonl" : args.log_path;
   outputs.plot_path = args.plot_path.empty() ? run_dir + "/plot.svg" : args.plot_path;
@@ -130,7 +130,7 @@ int run(const TrainSequenceArgs& args) {
                           "state) and by --batch, --length and --heads (activations)"
                         : "the checkpoint's model and task settings are too large for this machine");
   std::ostringstream title;
-  title << task_name(task.kind) << ": vocab " << task.vocab_size << ", length " << task.seq_len << ", d_model "
+  title << sequence_task_name(task.kind) << ": vocab " << task.vocab_size << ", length " << task.seq_len << ", d_model "
         << model_options.d_model << ", " << model_options.n_layers << " layers, " << optimizer_kind_name(trainer_options.optimizer)
         << " lr " << trainer_options.lr;
   outputs.plot_title = title.str();
@@ -171,7 +171,7 @@ int run(const TrainSequenceArgs& args) {
 
   // A few held-out examples: the first rows of the first held-out batch.
   const SequenceTask& t = trainer.task();
-  const Batch examples = t.eval_batch(0);
+  const SequenceBatch examples = t.eval_batch(0);
   const Indices predicted = trainer.predict(examples.inputs);
   const int64_t shown = std::min<int64_t>(4, examples.inputs.shape[0]);
   std::cout << "examples (input -> predicted, expected):\n";

@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "attograd/models/sequence_model.h"
-#include "attograd/train/outputs.h"
-#include "attograd/train/tasks.h"
+#include "attograd/train/io/outputs.h"
+#include "attograd/train/data/sequence_tasks.h"
 #include "attograd/train/trainer.h"
 #include "threads_flag.h"
 
@@ -47,7 +47,7 @@ class UsageError : public std::invalid_argument {
 };
 
 struct TrainSequenceArgs {
-  TaskOptions task;             // seed = --seed
+  SequenceTaskOptions task;             // seed = --seed
   SequenceModelOptions model;   // vocab and max_len follow the task
   TrainerOptions trainer;
   uint64_t seed = 0;            // the initialisation, the dropout masks and the training data
@@ -232,10 +232,10 @@ struct TrainSequenceChoices {
 inline void declare_train_sequence_flags(CLI::App& app, TrainSequenceArgs& a, TrainSequenceChoices& c) {
   using namespace detail;
   using ML = SequenceModelLimits;
-  using TL = TaskLimits;
+  using TL = SequenceTaskLimits;
   using RL = TrainerLimits;
   constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
-  c.task = task_name(a.task.kind);
+  c.task = sequence_task_name(a.task.kind);
   c.positional = positional_kind_name(a.model.positional);
   c.optimizer = optimizer_kind_name(a.trainer.optimizer);
   c.schedule = lr_decay_name(a.trainer.schedule);
@@ -354,7 +354,7 @@ inline TrainSequenceArgs parse_train_sequence_args(const std::vector<std::string
       throw UsageError(std::string(flag) + ": " + e.what());
     }
   };
-  a.task.kind = choice("--task", parse_task_kind, c.task);
+  a.task.kind = choice("--task", parse_sequence_task_kind, c.task);
   a.model.positional = choice("--positional", parse_positional_kind, c.positional);
   a.trainer.optimizer = choice("--optimizer", parse_optimizer_kind, c.optimizer);
   a.trainer.schedule = choice("--schedule", parse_lr_decay, c.schedule);
@@ -378,8 +378,8 @@ inline TrainSequenceArgs parse_train_sequence_args(const std::vector<std::string
     }
     return a;
   }
-  if (a.task.kind != TaskKind::shift && on_command_line("--shift-k")) throw UsageError("--shift-k needs --task shift");
-  if (a.task.kind == TaskKind::shift && a.task.shift >= a.task.seq_len) {
+  if (a.task.kind != SequenceTaskKind::shift && on_command_line("--shift-k")) throw UsageError("--shift-k needs --task shift");
+  if (a.task.kind == SequenceTaskKind::shift && a.task.shift >= a.task.seq_len) {
     throw UsageError("--shift-k: " + std::to_string(a.task.shift) + " must be below --length " +
                      std::to_string(a.task.seq_len));
   }

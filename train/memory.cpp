@@ -46,7 +46,7 @@ double eval_bytes_per_row(const SequenceModelOptions& m, int64_t seq_len) {
   return t * per_token * kFloat;
 }
 
-double training_activation_bytes(const SequenceModelOptions& m, const TaskOptions& task) {
+double training_activation_bytes(const SequenceModelOptions& m, const SequenceTaskOptions& task) {
   const double t = static_cast<double>(task.seq_len), d = static_cast<double>(m.d_model);
   const double tokens = static_cast<double>(task.batch_size) * t;
   const double per_block = 10 * d + 2 * static_cast<double>(m.d_ff) + 2 * static_cast<double>(m.n_head) * t;
@@ -55,7 +55,7 @@ double training_activation_bytes(const SequenceModelOptions& m, const TaskOption
   return 1.5 * tokens * per_token * kFloat;
 }
 
-int64_t eval_rows_for(const SequenceModelOptions& model, const TaskOptions& task, int64_t max_rows) {
+int64_t eval_rows_for(const SequenceModelOptions& model, const SequenceTaskOptions& task, int64_t max_rows) {
   const double budget = std::max(training_activation_bytes(model, task), kMinEvalBudget);
   const double per_row = eval_bytes_per_row(model, task.seq_len);
   const double fit = per_row > 0 ? budget / per_row : static_cast<double>(max_rows);
@@ -63,8 +63,8 @@ int64_t eval_rows_for(const SequenceModelOptions& model, const TaskOptions& task
                              std::max<int64_t>(max_rows, 1));
 }
 
-MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const TaskOptions& task,
-                                        const TrainerOptions& trainer) {
+MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const SequenceTaskOptions& task,
+                                        const TrainerOptions& trainer, int64_t eval_sequences) {
   MemoryEstimate e;
   const double params = parameter_count(model) * kFloat;
   e.parameters = params;
@@ -75,7 +75,7 @@ MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const
     case OptimizerKind::adamw: e.optimizer_state = 2 * params; break;
   }
   e.activations = training_activation_bytes(model, task);
-  e.eval_rows = eval_rows_for(model, task, std::min<int64_t>(trainer.eval_sequences, 256));
+  e.eval_rows = eval_rows_for(model, task, std::min<int64_t>(eval_sequences, 256));
   e.evaluation = static_cast<double>(e.eval_rows) * eval_bytes_per_row(model, task.seq_len);
   return e;
 }

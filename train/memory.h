@@ -2,7 +2,7 @@
 // that a model or batch that cannot fit fails at once with a message instead of an allocation
 // failure (or the kernel's OOM killer) minutes into the run.
 //
-//   const MemoryEstimate need = estimate_training_memory(model, task, trainer);
+//   const MemoryEstimate need = estimate_training_memory(model, task, trainer, 512);
 //   check_memory_fits(need, available_memory_bytes());   // std::invalid_argument if it does not
 //
 // The estimate counts f32 tensors: parameters, their gradients, the optimizer's state (two
@@ -20,7 +20,7 @@
 #include <string>
 
 #include "attograd/models/sequence_model.h"
-#include "attograd/train/tasks.h"
+#include "attograd/train/data/sequence_tasks.h"
 #include "attograd/train/trainer.h"
 
 namespace ag {
@@ -41,14 +41,14 @@ struct MemoryEstimate {
 
 // Bytes of evaluating one held-out row (no graph kept), and of a training step's activations.
 double eval_bytes_per_row(const SequenceModelOptions& model, int64_t seq_len);
-double training_activation_bytes(const SequenceModelOptions& model, const TaskOptions& task);
+double training_activation_bytes(const SequenceModelOptions& model, const SequenceTaskOptions& task);
 
 // How many held-out rows to evaluate at once: at most `max_rows`, and no more than fit in the
 // larger of a training step's activations and 256 MiB (at least one row).
-int64_t eval_rows_for(const SequenceModelOptions& model, const TaskOptions& task, int64_t max_rows);
+int64_t eval_rows_for(const SequenceModelOptions& model, const SequenceTaskOptions& task, int64_t max_rows);
 
-MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const TaskOptions& task,
-                                        const TrainerOptions& trainer);
+MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const SequenceTaskOptions& task,
+                                        const TrainerOptions& trainer, int64_t eval_sequences);
 
 // Memory the system can give this process now: MemAvailable from /proc/meminfo (physical memory
 // when that cannot be read), at most the cgroup's limit when one is set.

@@ -1,21 +1,19 @@
-#include "attograd/core/format.h"
 #include "attograd/train/trainer.h"
 
-#include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 
 #include "attograd/autograd/grad_mode.h"
+#include "attograd/core/format.h"
 #include "attograd/core/rng.h"
 #include "attograd/core/threads.h"
-#include "attograd/train/checkpoint.h"
-#include "attograd/train/losses.h"
-#include "attograd/train/memory.h"
-#include "attograd/train/plot.h"
-#include "attograd/train/progress.h"
+#include "attograd/train/io/checkpoint_metadata.h"
+#include "attograd/train/report/metrics_log.h"
+#include "attograd/train/report/plot.h"
+#include "attograd/train/report/progress.h"
 
 namespace ag {
 
@@ -26,19 +24,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Held-out sequences are generated in batches of at most this many rows: the held-out set then
-// does not depend on the training batch size.
-constexpr int64_t kEvalBatch = 256;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-
-TaskOptions with_batch(TaskOptions task, int64_t batch) {
-  task.batch_size = batch;
-  return task;
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Validates every option first, so that a bad one is reported by its own name.
 LrScheduleOptions checked_schedule_options(const TrainerOptions& o) {
@@ -46,13 +32,36 @@ LrScheduleOptions checked_schedule_options(const TrainerOptions& o) {
   return schedule_options(o);
 }
 
-// Rows [begin, begin + rows) of a (B, T) batch.
-Indices row_range(const Indices& x, int64_t begin, int64_t rows) {
-  const int64_t t = x.shape[1];
-  return Indices(Shape{rows, t}, std::vector<int64_t>(x.data.begin() + begin * t, x.data.begin() + (begin + rows) * t));
+// The loop's step against the data position and the run's own budget: a checkpoint cannot be
+// further along than its budget allows.
+LoopState checked_loop_state(const Checkpoint& ck, const TrainerOptions& trainer) {
+  const LoopState loop = parse_entry(ck, "loop", loop_state_from_json);
+  if (static_cast<uint64_t>(loop.step) != ck.info().data_position || loop.step > trainer.steps) {
+    throw std::runtime_error("checkpoint '" + ck.path() + "': loop step " + std::to_string(loop.step) +
+                             " disagrees with data_position " + std::to_string(ck.info().data_position) +
+                             " or the step budget " + std::to_string(trainer.steps));
+  }
+  return loop;
+}
+
+// The program that writes each kind, for messages about a checkpoint of the wrong kind.
+std::string written_by(const std::string& kind) {
+  if (kind == "sequence") return "a sequence tagger (written by train_sequence)";
+  if (kind == "gpt") return "a GPT language model (written by train_gpt)";
+  if (kind == "seq2seq") return "an encoder-decoder (written by train_seq2seq)";
+  return "a model of kind '" + kind + "'";
 }
 
 }  // namespace
+
+Shard Ranks::part(int64_t rows) const {
+  const int64_t r = rank(), n = size();
+  return {.begin = rows * r / n, .rows = rows * (r + 1) / n - rows * r / n};
+}
+
+void Ranks::sum(std::vector<double>& values) const {
+  if (data_parallel_ != nullptr) data_parallel_->sum(values);
+}
 
 std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const TrainerOptions& o) {
   switch (o.optimizer) {
@@ -66,32 +75,50 @@ std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const Tr
   throw std::logic_error("Trainer: unknown optimizer kind");
 }
 
-Trainer::Trainer(SequenceModel& model, const TaskOptions& task, const TrainerOptions& options, TrainerOutputs outputs)
-    : model_(model),
-      task_(task),
-      eval_task_(with_batch(task, std::min(options.eval_sequences > 0 ? options.eval_sequences : 1, kEvalBatch))),
+std::string checkpoint_model_kind(const CheckpointInfo& info) {
+  const auto it = info.metadata.find("model_kind");
+  if (it != info.metadata.end()) return it->second;
+  // The toy tagger wrote its checkpoints before there was a marker; its "task" entry says it.
+  if (info.metadata.count("task") != 0 && info.metadata.count("model") != 0) return "sequence";
+  return "unknown";
+}
+
+void require_model_kind(const Checkpoint& ck, const std::string& kind) {
+  const std::string found = checkpoint_model_kind(ck.info());
+  if (found == kind) return;
+  const std::string holds = found == "unknown" ? "no model kind marker (\"model_kind\")" : written_by(found);
+  throw std::runtime_error("checkpoint '" + ck.path() + "' holds " + holds + ", not " + written_by(kind));
+}
+
+TrainerOptions resumed_trainer_options(const Checkpoint& ck, const TrainerOptions& observing) {
+  TrainerOptions o =
+      parse_entry(ck, "trainer", [&](const std::string& s) { return trainer_options_from_json(s, observing); });
+  checked_loop_state(ck, o);
+  return o;
+}
+
+int64_t checkpoint_step(const Checkpoint& ck) {
+  const TrainerOptions o = parse_entry(ck, "trainer", [](const std::string& s) { return trainer_options_from_json(s); });
+  return checked_loop_state(ck, o).step;
+}
+
+Trainer::Trainer(TrainingJob& job, const TrainerOptions& options, TrainerOutputs outputs)
+    : job_(job),
       options_(options),
       outputs_(std::move(outputs)),
-      params_(model.named_parameters()),
+      params_(job.model().named_parameters()),
       schedule_(checked_schedule_options(options)) {
-  const SequenceModelOptions& m = model.options();
-  if (m.vocab != task.vocab_size || m.max_len < task.seq_len) {
-    throw std::invalid_argument("Trainer: the model (vocab " + std::to_string(m.vocab) + ", max_len " +
-                                std::to_string(m.max_len) + ") does not fit the task (vocab " +
-                                std::to_string(task.vocab_size) + ", seq_len " + std::to_string(task.seq_len) + ")");
-  }
   if (!outputs_.plot_path.empty() && outputs_.log_path.empty()) {
     throw std::logic_error("Trainer: plot_path '" + outputs_.plot_path + "' needs a log_path (the plot draws the log's rows)");
   }
   optimizer_ = make_optimizer(params_, options_);
-  eval_rows_ = eval_rows_for(m, task, eval_task_.options().batch_size);
-  guard_ = {.trainer = "Trainer", .peak_lr = options_.lr, .clip_norm = options_.clip_norm,
-            .warmup_steps = options_.warmup_steps, .vocab = task.vocab_size, .checkpoint_path = outputs_.checkpoint_path};
+  guard_ = {.trainer = "Trainer (" + job_.kind() + ")", .peak_lr = options_.lr, .clip_norm = options_.clip_norm,
+            .warmup_steps = options_.warmup_steps, .vocab = job_.vocab(), .checkpoint_path = outputs_.checkpoint_path};
   set_num_threads(options_.threads);
-  shard_ = {.begin = 0, .rows = task.batch_size};
+  shard_ = {.begin = 0, .rows = job_.batch_rows()};
   if (Communicator* comm = options_.communicator; comm != nullptr && comm->size() > 1) {
     // Checked before the first collective, by every rank alike.
-    shard_ = shard_of(task.batch_size, comm->rank(), comm->size(), "--batch");
+    shard_ = shard_of(job_.batch_rows(), comm->rank(), comm->size(), "--batch");
     data_parallel_ = std::make_unique<DataParallel>(params_, *comm);
     data_parallel_->broadcast_parameters();
   }
@@ -102,54 +129,25 @@ Trainer::~Trainer() = default;
 StepResult Trainer::train_step() {
   const int64_t update = step_ + 1;
   default_generator().set_step(data_parallel_ ? data_parallel_->dropout_step(update) : static_cast<uint64_t>(update));
-  const Batch batch = task_.train_batch(static_cast<uint64_t>(step_));
-  model_.train();
+  job_.model().train();
   optimizer_->zero_grad();
-  // logits: (B, T, V), targets: (B, T); over several processes, this rank's rows of the batch
-  const Variable loss = data_parallel_ ? cross_entropy(model_(shard_rows(batch.inputs, shard_)), shard_rows(batch.targets, shard_))
-                                       : cross_entropy(model_(batch.inputs), batch.targets);
+  const StepLoss s = job_.loss(static_cast<uint64_t>(step_), shard_);
+  last_tokens_ = s.tokens;
   const StepResult r =
-      checked_update(loss, params_, *optimizer_, schedule_.at(step_), guard_, update, data_parallel_.get());
+      checked_update(s.loss, params_, *optimizer_, schedule_.at(step_), guard_, update, data_parallel_.get());
   step_ = update;
   return r;
 }
 
-SequenceMetrics Trainer::evaluate() {
+Evaluation Trainer::evaluate() {
   NoGradGuard no_grad;
-  EvalModeGuard eval_mode(model_);
-  SequenceMetrics total;
-  int64_t remaining = options_.eval_sequences;
-  for (uint64_t i = 0; remaining > 0; ++i) {
-    const Batch batch = eval_task_.eval_batch(i);
-    const int64_t rows = std::min(remaining, batch.inputs.shape[0]);
-    // Over several processes each rank takes its contiguous part of every held-out batch.
-    const int64_t rank = data_parallel_ ? data_parallel_->rank() : 0, ranks = data_parallel_ ? data_parallel_->size() : 1;
-    const int64_t first = rows * rank / ranks, last = rows * (rank + 1) / ranks;
-    // The held-out set is generated in fixed batches; the model sees them in chunks of
-    // eval_rows_, sized so that long sequences do not multiply evaluation memory.
-    for (int64_t begin = first; begin < last; begin += eval_rows_) {
-      const int64_t n = std::min(eval_rows_, last - begin);
-      const bool whole = begin == 0 && n == batch.inputs.shape[0];
-      const Indices inputs = whole ? batch.inputs : row_range(batch.inputs, begin, n);
-      const Indices targets = whole ? batch.targets : row_range(batch.targets, begin, n);
-      total += sequence_metrics(model_(inputs).value(), targets);
-    }
-    remaining -= rows;
-  }
-  if (data_parallel_) {
-    std::vector<double> v{total.loss_sum, static_cast<double>(total.tokens), static_cast<double>(total.correct_tokens),
-                          static_cast<double>(total.sequences), static_cast<double>(total.correct_sequences)};
-    data_parallel_->sum(v);  // counts below 2^53 add exactly in double
-    total = {.loss_sum = v[0], .tokens = static_cast<int64_t>(v[1]), .correct_tokens = static_cast<int64_t>(v[2]),
-             .sequences = static_cast<int64_t>(v[3]), .correct_sequences = static_cast<int64_t>(v[4])};
-  }
-  return total;
+  EvalModeGuard eval_mode(job_.model());
+  return job_.evaluate(Ranks(data_parallel_.get()));
 }
 
-Indices Trainer::predict(const Indices& inputs) {
-  NoGradGuard no_grad;
-  EvalModeGuard eval_mode(model_);
-  return predict_tokens(model_(inputs).value());
+void Trainer::save_and_mark() {
+  save_checkpoint(outputs_.checkpoint_path);
+  guard_.last_saved_step = step_;
 }
 
 TrainSummary Trainer::run() {
@@ -170,44 +168,38 @@ TrainSummary Trainer::run() {
     summary.eval = evaluate();
     have_eval = true;
     // Parameters that make the held-out loss explode are not saved over the last good ones.
-    const double eval_loss = summary.eval.loss();
-    if (last != nullptr && !(eval_loss <= guard_.limit())) {
-      guard_.diverged(step_, "the held-out loss after it is " + format_number(eval_loss) + " (the limit is " +
+    if (last != nullptr && !(summary.eval.loss <= guard_.limit())) {
+      guard_.diverged(step_, "the held-out loss after it is " + format_number(summary.eval.loss) + " (the limit is " +
                           format_number(guard_.limit()) + ")",
                last->grad_norm, last->lr);
     }
     MetricsRow row;
     row.step = step_;
     if (window_steps_ > 0) row.train_loss = window_loss_sum_ / static_cast<double>(window_steps_);
-    row.eval_loss = summary.eval.loss();
-    row.token_acc = summary.eval.token_accuracy();
-    row.seq_acc = summary.eval.sequence_accuracy();
+    row.eval_loss = summary.eval.loss;
+    row.token_acc = summary.eval.token_acc;
+    row.seq_acc = summary.eval.seq_acc;
     if (last != nullptr) {
       row.lr = last->lr;
       row.grad_norm = last->grad_norm;
       row.tokens_per_s = tokens_per_s;
     }
     row.elapsed_s = clock_.total_s();
+    summary.train_loss = row.train_loss;
     window_loss_sum_ = 0;
     window_steps_ = 0;
     if (log) {
       log->append(row);
       if (!outputs_.plot_path.empty()) write_metrics_plot(outputs_.plot_path, log->rows(), {.title = outputs_.plot_title});
     }
-    if (last != nullptr && !outputs_.checkpoint_path.empty()) {
-      save_checkpoint(outputs_.checkpoint_path);
-      guard_.last_saved_step = step_;
-    }
+    if (last != nullptr && !outputs_.checkpoint_path.empty()) save_and_mark();
+    info.val_loss = row.eval_loss;
     info.token_acc = row.token_acc;
     info.seq_acc = row.seq_acc;
-    if (display && outputs_.interactive) {
-      std::ostringstream line;
-      line.setf(std::ios::fixed);
-      line.precision(4);
-      line << "step " << step_ << ": held-out loss " << row.eval_loss;
-      line.precision(1);
-      line << ", token acc " << 100 * row.token_acc << "%, sequence acc " << 100 * row.seq_acc << "%";
-      display->message(line.str());
+    if (display) {
+      // A redrawn progress line is overwritten: the evaluation gets a line of its own there.
+      if (outputs_.interactive) display->message("step " + std::to_string(step_) + ": " + summary.eval.summary);
+      for (const std::string& line : summary.eval.details) display->message(line);
     }
     return row;
   };
@@ -215,13 +207,13 @@ TrainSummary Trainer::run() {
   // A fresh run starts its log with the untrained model: the baseline every curve starts from.
   if (step_ == 0 && !resumed_ && step_ < options_.steps) record(nullptr, 0.0);
 
-  const TaskOptions& t = task_.options();
-  const int64_t tokens_per_step = t.batch_size * t.seq_len;
   double train_s = 0;
+  int64_t tokens = 0;
   while (step_ < options_.steps) {
     const Clock::time_point t0 = Clock::now();
     const StepResult r = train_step();
     train_s += seconds_since(t0);
+    tokens += last_tokens_;
     ++summary.steps_this_run;
     window_loss_sum_ += r.loss;
     ++window_steps_;
@@ -229,14 +221,13 @@ TrainSummary Trainer::run() {
 
     // A stop request (Ctrl-C) may reach the ranks at different updates: they stop together.
     const bool stop = data_parallel_ ? data_parallel_->any(stop_requested_.load()) : stop_requested_.load();
-    const double tokens_per_s = train_s > 0 ? static_cast<double>(summary.steps_this_run * tokens_per_step) / train_s : 0;
+    const double tokens_per_s = train_s > 0 ? static_cast<double>(tokens) / train_s : 0;
     summary.tokens_per_s = tokens_per_s;
     info.loss = window_loss_sum_ / static_cast<double>(window_steps_);
     if (step_ % options_.eval_every == 0 || step_ == options_.steps) {
       summary.reached_target = record(&r, tokens_per_s).seq_acc >= options_.target_seq_acc;
     } else if (stop && !outputs_.checkpoint_path.empty()) {
-      save_checkpoint(outputs_.checkpoint_path);
-      guard_.last_saved_step = step_;
+      save_and_mark();
     }
     if (display) {
       info.step = step_;
@@ -245,7 +236,8 @@ TrainSummary Trainer::run() {
       display->update(info);
     }
     if (summary.reached_target || stop) {
-      summary.interrupted = stop && !summary.reached_target;
+      // A stop at the very last update, or one that meets the target, changes nothing.
+      summary.interrupted = stop && !summary.reached_target && step_ < options_.steps;
       break;
     }
   }
@@ -255,6 +247,49 @@ TrainSummary Trainer::run() {
   summary.run_s = clock_.session_s();
   summary.elapsed_s = clock_.total_s();
   return summary;
+}
+
+std::map<std::string, std::string> Trainer::metadata() const {
+  LoopState loop;
+  loop.step = step_;
+  loop.window_loss_sum = window_loss_sum_;
+  loop.window_steps = window_steps_;
+  loop.elapsed_s = clock_.total_s();
+  loop.first_loss = guard_.first_loss;
+  std::map<std::string, std::string> m = job_.metadata();
+  m["model_kind"] = job_.kind();
+  m["trainer"] = trainer_options_to_json(options_);
+  m["loop"] = loop_state_to_json(loop);
+  return m;
+}
+
+void Trainer::save_checkpoint(const std::string& path) const {
+  ::ag::save_checkpoint(path, params_, *optimizer_, metadata(), default_generator().state(), static_cast<uint64_t>(step_));
+}
+
+void Trainer::resume(const Checkpoint& ck) {
+  // Everything is checked before anything changes.
+  require_model_kind(ck, job_.kind());
+  const auto require_same = [&](const std::string& what, const std::string& file, const std::string& ours) {
+    if (file != ours) {
+      throw std::runtime_error("checkpoint '" + ck.path() + "': its " + what + " " + file + " differs from this run's " +
+                               ours);
+    }
+  };
+  for (const auto& [key, ours] : job_.metadata()) require_same("'" + key + "' entry", ck.entry(key), ours);
+  const TrainerOptions file_options = resumed_trainer_options(ck, options_);
+  require_same("trainer configuration", trainer_options_to_json(file_options), trainer_options_to_json(options_));
+  const LoopState loop = checked_loop_state(ck, options_);
+
+  ck.load(params_, *optimizer_);
+  default_generator().set_state(ck.info().rng_state);
+  step_ = loop.step;
+  window_loss_sum_ = loop.window_loss_sum;
+  window_steps_ = loop.window_steps;
+  clock_.set_earlier_s(loop.elapsed_s);
+  guard_.first_loss = loop.first_loss;
+  guard_.last_saved_step = step_;
+  resumed_ = true;
 }
 
 }  // namespace ag

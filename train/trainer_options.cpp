@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "attograd/core/format.h"
-#include "attograd/train/json_text.h"
+#include "attograd/train/io/json_text.h"
 #include "attograd/train/trainer.h"
 
 namespace ag {
@@ -59,10 +59,6 @@ void validate(const TrainerOptions& o) {
   }
   if (o.eval_every < 1 || o.eval_every > L::steps) {
     fail("eval_every must lie in [1, " + std::to_string(L::steps) + "], got " + std::to_string(o.eval_every));
-  }
-  if (o.eval_sequences < 1 || o.eval_sequences > L::eval_sequences) {
-    fail("eval_sequences must lie in [1, " + std::to_string(L::eval_sequences) + "], got " +
-         std::to_string(o.eval_sequences));
   }
   if (!(o.target_seq_acc > 0)) {
     fail("target_seq_acc must be > 0 (above 1 never stops early), got " + format_number(o.target_seq_acc));

@@ -16,7 +16,7 @@
 
 #include "attograd/autograd/variable.h"
 #include "attograd/train/clip.h"
-#include "attograd/train/data_parallel.h"
+#include "attograd/train/dist/data_parallel.h"
 #include "attograd/train/optim.h"
 
 namespace ag {

@@ -168,14 +168,14 @@ bool check_layers() {
 // ---- 4. training ----
 bool train_copy_task() {
   const int kSteps = 300;
-  SequenceTask task(TaskOptions{.kind = TaskKind::copy, .vocab_size = 16, .seq_len = 8, .batch_size = 32, .seed = 1});
+  SequenceTask task(SequenceTaskOptions{.kind = SequenceTaskKind::copy, .vocab_size = 16, .seq_len = 8, .batch_size = 32, .seed = 1});
   manual_seed(0);
   CopyModel model(16, 32);
   AdamW optimizer(model.named_parameters(), AdamWOptions{.lr = 3e-3, .weight_decay = 0.0});
   double first = 0.0, recent = 0.0;
   for (int step = 0; step < kSteps; ++step) {
     default_generator().set_step(static_cast<uint64_t>(step));  // dropout masks follow the step
-    const Batch batch = task.train_batch(static_cast<uint64_t>(step));
+    const SequenceBatch batch = task.train_batch(static_cast<uint64_t>(step));
     const Variable loss = cross_entropy(model.forward(batch.inputs), batch.targets);
     optimizer.zero_grad();
     loss.backward();
@@ -189,7 +189,7 @@ bool train_copy_task() {
   }
   model.eval();
   NoGradGuard no_grad;
-  const Batch held_out = task.eval_batch(0);
+  const SequenceBatch held_out = task.eval_batch(0);
   const SequenceMetrics m = sequence_metrics(model.forward(held_out.inputs).value(), held_out.targets);
   std::cout << "held-out token accuracy " << std::setprecision(3) << m.token_accuracy() << ", loss " << m.loss()
             << " (first training loss " << first << ", last 20 steps " << recent << ")\n";

@@ -27,8 +27,8 @@
 #include "attograd/autograd/variable.h"
 #include "attograd/core/indices.h"
 #include "attograd/core/tensor.h"
-#include "attograd/train/json_text.h"
-#include "attograd/train/safetensors.h"
+#include "attograd/train/io/json_text.h"
+#include "attograd/train/io/safetensors.h"
 
 namespace ag::parity {
 

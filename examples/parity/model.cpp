@@ -5,7 +5,7 @@
 
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/models/sequence_model.h"
-#include "attograd/train/model_options.h"
+#include "attograd/train/io/model_options.h"
 #include "attograd/train/optim.h"
 #include "modules.h"
 

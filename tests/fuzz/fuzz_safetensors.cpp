@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "attograd/train/safetensors.h"
+#include "attograd/train/io/safetensors.h"
 #include "fuzz_support.h"
 
 namespace {

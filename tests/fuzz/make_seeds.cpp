@@ -28,7 +28,7 @@
 #include <string>
 
 #include "attograd/core/rng.h"
-#include "attograd/train/safetensors.h"
+#include "attograd/train/io/safetensors.h"
 #include "attograd/train/trainer.h"
 
 namespace {
@@ -106,7 +106,7 @@ void write_safetensors_seeds(const fs::path& dir) {
   }
 }
 
-void write_checkpoint(const fs::path& path, const SequenceModelOptions& model_options, const TaskOptions& task,
+void write_checkpoint(const fs::path& path, const SequenceModelOptions& model_options, const SequenceTaskOptions& task,
                       const TrainerOptions& options, int updates) {
   manual_seed(1);
   SequenceModel model(model_options);
@@ -118,7 +118,7 @@ void write_checkpoint(const fs::path& path, const SequenceModelOptions& model_op
 void write_checkpoint_seeds(const fs::path& dir) {
   const SequenceModelOptions model{.vocab = 4, .max_len = 4, .d_model = 8, .n_head = 2, .d_ff = 16, .n_layers = 1,
                                    .norm_first = false, .positional = PositionalKind::sinusoidal};
-  const TaskOptions task{.kind = TaskKind::shift, .vocab_size = 4, .seq_len = 4, .batch_size = 2, .shift = 2, .seed = 3};
+  const SequenceTaskOptions task{.kind = SequenceTaskKind::shift, .vocab_size = 4, .seq_len = 4, .batch_size = 2, .shift = 2, .seed = 3};
   write_checkpoint(dir / "sgd_1_update.safetensors", model, task,
                    TrainerOptions{.optimizer = OptimizerKind::sgd, .lr = 0.1, .momentum = 0.9, .warmup_steps = 0,
                                   .schedule = LrDecay::linear, .steps = 4},

@@ -27,13 +27,13 @@
 #include "attograd/core/rng.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/clip.h"
-#include "attograd/train/communicator.h"
-#include "attograd/train/data_parallel.h"
+#include "attograd/train/dist/communicator.h"
+#include "attograd/train/dist/data_parallel.h"
 #include "attograd/train/losses.h"
-#include "attograd/train/metrics_log.h"
+#include "attograd/train/report/metrics_log.h"
 #include "attograd/train/optim.h"
-#include "attograd/train/safetensors.h"
-#include "attograd/train/tasks.h"
+#include "attograd/train/io/safetensors.h"
+#include "attograd/train/data/sequence_tasks.h"
 
 namespace {
 
@@ -87,7 +87,7 @@ void train(Run& run, const SequenceTask& task, Communicator* comm, OverlapStats*
     shard = dp->shard(task.options().batch_size, "batch");
   }
   for (uint64_t step = 0; step < 20; ++step) {
-    const Batch b = task.train_batch(step);
+    const SequenceBatch b = task.train_batch(step);
     run.model.train();
     run.optimizer.zero_grad();
     Variable logits = run.model(shard_rows(b.inputs, shard));
@@ -103,7 +103,7 @@ void train(Run& run, const SequenceTask& task, Communicator* comm, OverlapStats*
 void check_equivalence(Communicator& comm, DType dtype, double rtol) {
   const SequenceModelOptions m{.vocab = 12, .max_len = 10, .d_model = 32, .n_head = 4, .d_ff = 64, .n_layers = 2,
                                .dropout = 0.0};
-  const SequenceTask task({.kind = TaskKind::sort, .vocab_size = 12, .seq_len = 10, .batch_size = 8, .seed = 3});
+  const SequenceTask task({.kind = SequenceTaskKind::sort, .vocab_size = 12, .seq_len = 10, .batch_size = 8, .seed = 3});
   Run parallel(m, dtype, 7);
   OverlapStats overlap;
   train(parallel, task, &comm, &overlap, 4096);  // small buckets: several per step

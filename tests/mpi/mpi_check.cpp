@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "attograd/core/tensor.h"
-#include "attograd/train/communicator.h"
+#include "attograd/train/dist/communicator.h"
 
 namespace {
 

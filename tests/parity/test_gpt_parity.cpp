@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attograd/models/gpt.h"
-#include "attograd/train/safetensors.h"
+#include "attograd/train/io/safetensors.h"
 #include "examples/parity/parity.h"
 #include "support.h"
 

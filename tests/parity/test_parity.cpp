@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "attograd/train/json_text.h"
-#include "attograd/train/safetensors.h"
+#include "attograd/train/io/json_text.h"
+#include "attograd/train/io/safetensors.h"
 #include "examples/parity/parity.h"
 #include "support.h"
 

@@ -7,9 +7,9 @@
 #include <functional>
 #include <memory>
 
-#include "attograd/train/checkpoint.h"
-#include "attograd/train/json_text.h"
-#include "attograd/train/safetensors.h"
+#include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/json_text.h"
+#include "attograd/train/io/safetensors.h"
 #include "train_support.h"
 
 namespace ag::testing {

@@ -1,6 +1,6 @@
 // Communicator in a process that mpirun did not start (and in a build without MPI): a world of
 // one, where every collective leaves its data as it is. Across real ranks: tests/mpi/.
-#include "attograd/train/communicator.h"
+#include "attograd/train/dist/communicator.h"
 #include "support.h"
 
 namespace ag::testing {

@@ -1,7 +1,7 @@
 // DataParallel in one process: the shards of a global batch, and the bucketed gradient average
 // in a world of one (the average of one rank is its own gradient, bit for bit). Across real
 // ranks against one process: tests/mpi/dp_check.cpp and run_dp_checks.sh.
-#include "attograd/train/data_parallel.h"
+#include "attograd/train/dist/data_parallel.h"
 #include "attograd/train/losses.h"
 #include "support.h"
 

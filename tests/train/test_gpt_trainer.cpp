@@ -6,10 +6,10 @@
 #include <filesystem>
 
 #include "attograd/models/sequence_model.h"
-#include "attograd/train/checkpoint.h"
+#include "attograd/train/io/checkpoint.h"
 #include "attograd/train/gpt_trainer.h"
-#include "attograd/train/model_options.h"
-#include "attograd/train/safetensors.h"
+#include "attograd/train/io/model_options.h"
+#include "attograd/train/io/safetensors.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
 #include "train_support.h"
@@ -227,7 +227,7 @@ BOOST_AUTO_TEST_CASE(the_checkpoint_holds_the_tied_weight_once_and_reloads_it_ti
 
 BOOST_AUTO_TEST_CASE(loading_for_generation_refuses_a_checkpoint_of_another_model_kind) {
   TempDir dir;
-  const TaskOptions task = {.kind = TaskKind::copy, .vocab_size = 6, .seq_len = 4, .batch_size = 4, .seed = 1};
+  const SequenceTaskOptions task = {.kind = SequenceTaskKind::copy, .vocab_size = 6, .seq_len = 4, .batch_size = 4, .seed = 1};
   SequenceModel seq({.vocab = 6, .max_len = 4, .d_model = 8, .n_head = 2, .d_ff = 16, .n_layers = 1});
   Trainer seq_trainer(seq, task, {.warmup_steps = 0, .steps = 2, .eval_every = 1, .eval_sequences = 4});
   seq_trainer.save_checkpoint(dir.file("seq.safetensors"));

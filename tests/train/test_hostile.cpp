@@ -11,13 +11,13 @@
 #include <limits>
 
 #include "attograd/autograd/grad_mode.h"
-#include "attograd/train/atomic_file.h"
-#include "attograd/train/checkpoint.h"
-#include "attograd/train/crc32c.h"
-#include "attograd/train/json_text.h"
+#include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/crc32c.h"
+#include "attograd/train/io/json_text.h"
 #include "attograd/train/memory.h"
-#include "attograd/train/outputs.h"
-#include "attograd/train/safetensors.h"
+#include "attograd/train/io/outputs.h"
+#include "attograd/train/io/safetensors.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
 #include "train_support.h"
@@ -48,7 +48,7 @@ std::string error_of(Load load) {
     }                                                                                                \
   } while (0)
 
-TaskOptions tiny_task() { return {.kind = TaskKind::reverse, .vocab_size = 6, .seq_len = 6, .batch_size = 8, .seed = 5}; }
+SequenceTaskOptions tiny_task() { return {.kind = SequenceTaskKind::reverse, .vocab_size = 6, .seq_len = 6, .batch_size = 8, .seed = 5}; }
 SequenceModelOptions tiny_model() {
   return {.vocab = 6, .max_len = 6, .d_model = 8, .n_head = 2, .d_ff = 16, .n_layers = 1};
 }
@@ -349,7 +349,7 @@ BOOST_AUTO_TEST_CASE(the_parameter_estimate_is_exact) {
 BOOST_AUTO_TEST_CASE(long_sequences_are_evaluated_in_small_chunks) {
   SequenceModelOptions m = tiny_model();
   m.max_len = 2048;
-  TaskOptions t = tiny_task();
+  SequenceTaskOptions t = tiny_task();
   t.seq_len = 2048;
   t.batch_size = 1;
   // 256 held-out rows of length 2048 at once would hold gigabytes of attention weights.
@@ -370,10 +370,10 @@ BOOST_AUTO_TEST_CASE(chunked_evaluation_gives_the_same_metrics) {
   Trainer whole(model, tiny_task(), o);
   const SequenceMetrics a = whole.evaluate();
   SequenceMetrics b;
-  const SequenceTask task(TaskOptions{tiny_task()});
-  TaskOptions eval_opts = tiny_task();
+  const SequenceTask task(SequenceTaskOptions{tiny_task()});
+  SequenceTaskOptions eval_opts = tiny_task();
   eval_opts.batch_size = 40;
-  const Batch batch = SequenceTask(eval_opts).eval_batch(0);
+  const SequenceBatch batch = SequenceTask(eval_opts).eval_batch(0);
   for (int64_t r = 0; r < 40; ++r) {
     const Indices in(Shape{1, 6}, std::vector<int64_t>(batch.inputs.data.begin() + r * 6, batch.inputs.data.begin() + (r + 1) * 6));
     const Indices tg(Shape{1, 6}, std::vector<int64_t>(batch.targets.data.begin() + r * 6, batch.targets.data.begin() + (r + 1) * 6));

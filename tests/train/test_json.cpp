@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "attograd/train/json_text.h"
+#include "attograd/train/io/json_text.h"
 #include "support.h"
 
 namespace ag::testing {

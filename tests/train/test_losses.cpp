@@ -4,7 +4,7 @@
 #include <boost/test/data/test_case.hpp>
 
 #include "attograd/train/losses.h"
-#include "attograd/train/tasks.h"
+#include "attograd/train/data/sequence_tasks.h"
 #include "support.h"
 
 namespace bdata = boost::unit_test::data;
@@ -106,8 +106,8 @@ BOOST_AUTO_TEST_SUITE(cross_entropy_for_sequences)
 BOOST_AUTO_TEST_CASE(matches_the_evaluation_loss_of_a_task_batch) {
   // The trainer's loss (cross_entropy on (B, T, V)) and the evaluation loss (sequence_metrics)
   // are the same number.
-  const SequenceTask task({.kind = TaskKind::sort, .vocab_size = 7, .seq_len = 5, .batch_size = 3, .seed = 4});
-  const Batch batch = task.train_batch(0);
+  const SequenceTask task({.kind = SequenceTaskKind::sort, .vocab_size = 7, .seq_len = 5, .batch_size = 3, .seed = 4});
+  const SequenceBatch batch = task.train_batch(0);
   Generator gen(9);
   const Variable logits(normal({3, 5, 7}, 0.0, 2.0, gen, DType::f64), true);
   const Variable loss = cross_entropy(logits, batch.targets);

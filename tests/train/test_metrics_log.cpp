@@ -3,8 +3,8 @@
 #include <cmath>
 #include <regex>
 
-#include "attograd/train/metrics_log.h"
-#include "attograd/train/plot.h"
+#include "attograd/train/report/metrics_log.h"
+#include "attograd/train/report/plot.h"
 #include "train_support.h"
 
 namespace ag::testing {

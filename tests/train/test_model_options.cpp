@@ -1,5 +1,5 @@
 // A SequenceModel's options through the JSON a checkpoint stores, and bad JSON refused.
-#include "attograd/train/model_options.h"
+#include "attograd/train/io/model_options.h"
 #include "support.h"
 
 namespace ag::testing {

@@ -2,7 +2,7 @@
 // Times are passed in, never measured.
 #include <sstream>
 
-#include "attograd/train/progress.h"
+#include "attograd/train/report/progress.h"
 #include "support.h"
 
 namespace ag::testing {

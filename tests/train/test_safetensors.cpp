@@ -5,9 +5,9 @@
 #include <csignal>
 #include <cstring>
 
-#include "attograd/train/atomic_file.h"
-#include "attograd/train/json_text.h"
-#include "attograd/train/safetensors.h"
+#include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/json_text.h"
+#include "attograd/train/io/safetensors.h"
 #include "train_support.h"
 
 namespace ag::testing {

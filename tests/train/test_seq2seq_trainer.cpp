@@ -7,9 +7,9 @@
 #include <filesystem>
 
 #include "attograd/core/rng.h"
-#include "attograd/train/checkpoint.h"
+#include "attograd/train/io/checkpoint.h"
 #include "attograd/train/gpt_trainer.h"
-#include "attograd/train/model_options.h"
+#include "attograd/train/io/model_options.h"
 #include "attograd/train/seq2seq_trainer.h"
 #include "support.h"
 #include "train_support.h"
@@ -276,7 +276,7 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_run_or_model_kind_and_changes_nothin
   // A checkpoint of the toy encoder is not an encoder-decoder's, and the reverse.
   manual_seed(1);
   SequenceModel tagger({.vocab = 5, .max_len = 4, .d_model = 8, .n_head = 2, .d_ff = 8, .n_layers = 1});
-  TaskOptions toy;
+  SequenceTaskOptions toy;
   toy.vocab_size = 5;
   toy.seq_len = 4;
   TrainerOptions toy_options = tiny_options(10);

@@ -3,13 +3,13 @@
 #include <cmath>
 #include <limits>
 
-#include "attograd/train/tasks.h"
+#include "attograd/train/data/sequence_tasks.h"
 #include "support.h"
 
 namespace ag::testing {
 namespace {
 
-SequenceTask make_task(TaskKind kind, int64_t shift = 1) {
+SequenceTask make_task(SequenceTaskKind kind, int64_t shift = 1) {
   return SequenceTask({.kind = kind, .vocab_size = 10, .seq_len = 5, .batch_size = 4, .shift = shift, .seed = 1});
 }
 
@@ -24,20 +24,20 @@ BOOST_AUTO_TEST_SUITE(sequence_tasks)
 
 BOOST_AUTO_TEST_CASE(transforms_of_a_known_sequence) {
   const std::vector<int64_t> in = {3, 1, 4, 1, 5};
-  BOOST_TEST(make_task(TaskKind::copy).transform(in) == in);
-  BOOST_TEST(make_task(TaskKind::reverse).transform(in) == (std::vector<int64_t>{5, 1, 4, 1, 3}));
-  BOOST_TEST(make_task(TaskKind::sort).transform(in) == (std::vector<int64_t>{1, 1, 3, 4, 5}));
+  BOOST_TEST(make_task(SequenceTaskKind::copy).transform(in) == in);
+  BOOST_TEST(make_task(SequenceTaskKind::reverse).transform(in) == (std::vector<int64_t>{5, 1, 4, 1, 3}));
+  BOOST_TEST(make_task(SequenceTaskKind::sort).transform(in) == (std::vector<int64_t>{1, 1, 3, 4, 5}));
   // Rotation right by k, as numpy.roll(in, k).
-  BOOST_TEST(make_task(TaskKind::shift, 2).transform(in) == (std::vector<int64_t>{1, 5, 3, 1, 4}));
-  BOOST_TEST(make_task(TaskKind::shift, 4).transform(in) == (std::vector<int64_t>{1, 4, 1, 5, 3}));
-  AG_CHECK_THROWS_WITH(make_task(TaskKind::copy).transform(std::vector<int64_t>{1, 2}), std::invalid_argument,
+  BOOST_TEST(make_task(SequenceTaskKind::shift, 2).transform(in) == (std::vector<int64_t>{1, 5, 3, 1, 4}));
+  BOOST_TEST(make_task(SequenceTaskKind::shift, 4).transform(in) == (std::vector<int64_t>{1, 4, 1, 5, 3}));
+  AG_CHECK_THROWS_WITH(make_task(SequenceTaskKind::copy).transform(std::vector<int64_t>{1, 2}), std::invalid_argument,
                        "length 2", "seq_len is 5");
 }
 
 BOOST_AUTO_TEST_CASE(batches_have_the_documented_shape_range_and_targets) {
-  for (TaskKind kind : {TaskKind::copy, TaskKind::reverse, TaskKind::sort, TaskKind::shift}) {
+  for (SequenceTaskKind kind : {SequenceTaskKind::copy, SequenceTaskKind::reverse, SequenceTaskKind::sort, SequenceTaskKind::shift}) {
     const SequenceTask task({.kind = kind, .vocab_size = 6, .seq_len = 7, .batch_size = 5, .shift = 3, .seed = 2});
-    for (const Batch& b : {task.train_batch(0), task.eval_batch(3)}) {
+    for (const SequenceBatch& b : {task.train_batch(0), task.eval_batch(3)}) {
       BOOST_TEST(b.inputs.shape == Shape({5, 7}));
       BOOST_TEST(b.targets.shape == Shape({5, 7}));
       for (int64_t v : b.inputs.data) BOOST_TEST((v >= 0 && v < 6));
@@ -82,31 +82,31 @@ BOOST_AUTO_TEST_CASE(invalid_options_are_named) {
   AG_CHECK_THROWS_WITH(SequenceTask({.vocab_size = 1}), std::invalid_argument, "vocab_size", "[2, ", "got 1");
   AG_CHECK_THROWS_WITH(SequenceTask({.seq_len = 0}), std::invalid_argument, "seq_len", "got 0");
   AG_CHECK_THROWS_WITH(SequenceTask({.batch_size = -3}), std::invalid_argument, "batch_size", "-3");
-  AG_CHECK_THROWS_WITH(SequenceTask({.kind = TaskKind::shift, .seq_len = 6, .shift = 0}), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(SequenceTask({.kind = SequenceTaskKind::shift, .seq_len = 6, .shift = 0}), std::invalid_argument,
                        "task shift", "shift 0", "[1, 6)");
-  AG_CHECK_THROWS_WITH(SequenceTask({.kind = TaskKind::shift, .seq_len = 6, .shift = 6}), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(SequenceTask({.kind = SequenceTaskKind::shift, .seq_len = 6, .shift = 6}), std::invalid_argument,
                        "shift 6");
-  AG_CHECK_THROWS_WITH(SequenceTask({.kind = TaskKind::shift, .seq_len = 6, .shift = -1}), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(SequenceTask({.kind = SequenceTaskKind::shift, .seq_len = 6, .shift = -1}), std::invalid_argument,
                        "shift -1");
-  AG_CHECK_THROWS_WITH(SequenceTask({.kind = TaskKind::shift, .seq_len = 1}), std::invalid_argument, "[1, 1)");
+  AG_CHECK_THROWS_WITH(SequenceTask({.kind = SequenceTaskKind::shift, .seq_len = 1}), std::invalid_argument, "[1, 1)");
   // shift is ignored by the other tasks.
-  BOOST_CHECK_NO_THROW(SequenceTask({.kind = TaskKind::copy, .seq_len = 1, .shift = 0}));
+  BOOST_CHECK_NO_THROW(SequenceTask({.kind = SequenceTaskKind::copy, .seq_len = 1, .shift = 0}));
 }
 
 BOOST_AUTO_TEST_CASE(task_names_round_trip) {
-  for (TaskKind k : {TaskKind::copy, TaskKind::reverse, TaskKind::sort, TaskKind::shift}) {
-    BOOST_TEST((parse_task_kind(task_name(k)) == k));
+  for (SequenceTaskKind k : {SequenceTaskKind::copy, SequenceTaskKind::reverse, SequenceTaskKind::sort, SequenceTaskKind::shift}) {
+    BOOST_TEST((parse_sequence_task_kind(sequence_task_name(k)) == k));
   }
-  AG_CHECK_THROWS_WITH(parse_task_kind("rotate"), std::invalid_argument, "'rotate'", "copy, reverse, sort or shift");
+  AG_CHECK_THROWS_WITH(parse_sequence_task_kind("rotate"), std::invalid_argument, "'rotate'", "copy, reverse, sort or shift");
 }
 
 BOOST_AUTO_TEST_CASE(options_json_round_trip) {
-  const TaskOptions o{.kind = TaskKind::shift, .vocab_size = 12, .seq_len = 9, .batch_size = 3, .shift = 4,
+  const SequenceTaskOptions o{.kind = SequenceTaskKind::shift, .vocab_size = 12, .seq_len = 9, .batch_size = 3, .shift = 4,
                       .seed = std::numeric_limits<uint64_t>::max(), .eval_seed = 77};
-  const std::string text = task_options_to_json(o);
+  const std::string text = sequence_task_options_to_json(o);
   BOOST_TEST(text.find("\"task\":\"shift\"") != std::string::npos, text);
-  const TaskOptions back = task_options_from_json(text);
-  BOOST_TEST((back.kind == TaskKind::shift));
+  const SequenceTaskOptions back = sequence_task_options_from_json(text);
+  BOOST_TEST((back.kind == SequenceTaskKind::shift));
   BOOST_TEST(back.vocab_size == 12);
   BOOST_TEST(back.seq_len == 9);
   BOOST_TEST(back.batch_size == 3);
@@ -118,25 +118,25 @@ BOOST_AUTO_TEST_CASE(options_json_round_trip) {
 }
 
 BOOST_AUTO_TEST_CASE(options_json_errors) {
-  const std::string good = task_options_to_json({});
-  AG_CHECK_THROWS_WITH(task_options_from_json("{"), std::invalid_argument, "task_options_from_json", "json");
-  AG_CHECK_THROWS_WITH(task_options_from_json("[1]"), std::invalid_argument, "expected an object");
+  const std::string good = sequence_task_options_to_json({});
+  AG_CHECK_THROWS_WITH(sequence_task_options_from_json("{"), std::invalid_argument, "sequence_task_options_from_json", "json");
+  AG_CHECK_THROWS_WITH(sequence_task_options_from_json("[1]"), std::invalid_argument, "expected an object");
   // A misspelt key is named as unknown before anything is read; a key left out is named as missing.
   std::string misspelt = good;
   misspelt.replace(misspelt.find("\"seq_len\""), 9, "\"seqlen\"");
-  AG_CHECK_THROWS_WITH(task_options_from_json(misspelt), std::invalid_argument, "unknown field \"seqlen\"");
+  AG_CHECK_THROWS_WITH(sequence_task_options_from_json(misspelt), std::invalid_argument, "unknown field \"seqlen\"");
   std::string missing = good;
   const size_t at = missing.find("\"seq_len\"");
   missing.erase(at, missing.find(',', at) + 1 - at);
-  AG_CHECK_THROWS_WITH(task_options_from_json(missing), std::invalid_argument, "missing \"seq_len\"");
-  AG_CHECK_THROWS_WITH(task_options_from_json(good.substr(0, good.size() - 1) + ",\"extra\":1}"), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(sequence_task_options_from_json(missing), std::invalid_argument, "missing \"seq_len\"");
+  AG_CHECK_THROWS_WITH(sequence_task_options_from_json(good.substr(0, good.size() - 1) + ",\"extra\":1}"), std::invalid_argument,
                        "unknown field \"extra\"");
   std::string bad_vocab = good;
   bad_vocab.replace(bad_vocab.find("\"vocab_size\":16"), 15, "\"vocab_size\":1");
-  AG_CHECK_THROWS_WITH(task_options_from_json(bad_vocab), std::invalid_argument, "vocab_size", "got 1");
+  AG_CHECK_THROWS_WITH(sequence_task_options_from_json(bad_vocab), std::invalid_argument, "vocab_size", "got 1");
   std::string bad_seed = good;
   bad_seed.replace(bad_seed.find("\"seed\":0"), 8, "\"seed\":-4");
-  AG_CHECK_THROWS_WITH(task_options_from_json(bad_seed), std::invalid_argument, "seed", "-4");
+  AG_CHECK_THROWS_WITH(sequence_task_options_from_json(bad_seed), std::invalid_argument, "seed", "-4");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

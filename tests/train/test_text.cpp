@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "attograd/train/text.h"
+#include "attograd/train/data/text.h"
 #include "train_support.h"
 
 namespace ag::testing {

@@ -4,7 +4,7 @@
 // checkpoint decides, and the written configuration reads back to the same run.
 #include <fstream>
 
-#include "attograd/train/model_options.h"
+#include "attograd/train/io/model_options.h"
 #include "examples/train_seq2seq_cli.h"
 #include "support.h"
 #include "train_support.h"

@@ -5,7 +5,7 @@
 // the written configuration reading back to the same options.
 #include <sys/stat.h>
 
-#include "attograd/train/model_options.h"
+#include "attograd/train/io/model_options.h"
 #include "examples/train_sequence_cli.h"
 #include "support.h"
 #include "train_support.h"
@@ -23,7 +23,7 @@ BOOST_AUTO_TEST_SUITE(train_sequence_args)
 
 BOOST_AUTO_TEST_CASE(the_defaults_are_the_readme_run) {
   const TrainSequenceArgs a = parse({});
-  BOOST_TEST((a.task.kind == TaskKind::reverse));
+  BOOST_TEST((a.task.kind == SequenceTaskKind::reverse));
   BOOST_TEST(a.task.seq_len == 16);
   BOOST_TEST(a.task.vocab_size == 16);
   BOOST_TEST(a.model.vocab == 16);
@@ -49,7 +49,7 @@ BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
              "--warmup", "50", "--schedule", "linear", "--clip", "0.5", "--steps", "900", "--batch", "48",
              "--eval-every", "30", "--eval-sequences", "1000", "--target-acc", "0.95", "--seed", "18446744073709551615",
              "--threads", "2", "--save", "a.safetensors", "--log", "m.jsonl", "--plot", "p.svg", "--quiet"});
-  BOOST_TEST((a.task.kind == TaskKind::shift));
+  BOOST_TEST((a.task.kind == SequenceTaskKind::shift));
   BOOST_TEST(a.task.shift == 3);
   BOOST_TEST(a.task.vocab_size == 12);
   BOOST_TEST(a.task.seq_len == 10);
@@ -171,14 +171,14 @@ BOOST_AUTO_TEST_CASE(a_config_file_sets_flags_and_the_command_line_wins) {
   const std::string path = dir.file("run.toml");
   spit(path, "# a sort run\ntask = \"sort\"\nsteps = 700\nlr = 2e-3\npost-norm = true\n");
   const TrainSequenceArgs a = parse_train_sequence_args({"--config", path});
-  BOOST_TEST((a.task.kind == TaskKind::sort));
+  BOOST_TEST((a.task.kind == SequenceTaskKind::sort));
   BOOST_TEST(a.trainer.steps == 700);
   BOOST_TEST(a.trainer.lr == 2e-3);
   BOOST_TEST(!a.model.norm_first);
   const TrainSequenceArgs b = parse_train_sequence_args({"--config", path, "--lr", "1e-3", "--steps=800"});
   BOOST_TEST(b.trainer.lr == 1e-3);
   BOOST_TEST(b.trainer.steps == 800);
-  BOOST_TEST((b.task.kind == TaskKind::sort));  // the rest still from the file
+  BOOST_TEST((b.task.kind == SequenceTaskKind::sort));  // the rest still from the file
 }
 
 BOOST_AUTO_TEST_CASE(bad_keys_types_and_values_name_the_file_key_and_line) {
@@ -215,7 +215,7 @@ BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
                                      "--dropout", "0.1", "--steps", "123", "--eval-every", "7"});
   spit(dir.file("written.toml"), a.config_text);
   const TrainSequenceArgs b = parse_train_sequence_args({"--config", dir.file("written.toml")});
-  BOOST_TEST(task_options_to_json(b.task) == task_options_to_json(a.task));
+  BOOST_TEST(sequence_task_options_to_json(b.task) == sequence_task_options_to_json(a.task));
   BOOST_TEST(sequence_model_options_to_json(b.model) == sequence_model_options_to_json(a.model));
   BOOST_TEST(trainer_options_to_json(b.trainer) == trainer_options_to_json(a.trainer));
   BOOST_TEST(b.trainer.lr == a.trainer.lr);  // every digit of a double survives the file

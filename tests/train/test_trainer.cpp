@@ -4,8 +4,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "attograd/train/checkpoint.h"
-#include "attograd/train/metrics_log.h"
+#include "attograd/train/io/checkpoint.h"
+#include "attograd/train/report/metrics_log.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
 #include "train_support.h"
@@ -13,8 +13,8 @@
 namespace ag::testing {
 namespace {
 
-TaskOptions tiny_task() {
-  return {.kind = TaskKind::reverse, .vocab_size = 6, .seq_len = 6, .batch_size = 16, .seed = 3};
+SequenceTaskOptions tiny_task() {
+  return {.kind = SequenceTaskKind::reverse, .vocab_size = 6, .seq_len = 6, .batch_size = 16, .seed = 3};
 }
 
 SequenceModelOptions tiny_model(double dropout = 0.1, int64_t d_model = 16) {
@@ -37,7 +37,7 @@ std::vector<double> values_of(const StateDict& state) {
 }
 
 // Logits of the model in eval mode on the first held-out batch of `task`.
-std::vector<double> held_out_logits(SequenceModel& model, const TaskOptions& task) {
+std::vector<double> held_out_logits(SequenceModel& model, const SequenceTaskOptions& task) {
   NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_SUITE(trainer)
 BOOST_AUTO_TEST_CASE(one_fixed_batch_is_overfitted_to_near_zero_loss) {
   manual_seed(5);
   SequenceModel model(tiny_model(0.0));
-  const Batch batch = SequenceTask(tiny_task()).train_batch(0);
+  const SequenceBatch batch = SequenceTask(tiny_task()).train_batch(0);
   Adam adam(model.named_parameters(), {.lr = 1e-2});
   double first = 0, loss = 0;
   int steps = 0;
@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(one_fixed_batch_is_overfitted_to_near_zero_loss) {
 
 BOOST_AUTO_TEST_CASE(a_short_reverse_run_reaches_high_exact_sequence_accuracy) {
   manual_seed(0);
-  const TaskOptions task = {.kind = TaskKind::reverse, .vocab_size = 8, .seq_len = 8, .batch_size = 32, .seed = 0};
+  const SequenceTaskOptions task = {.kind = SequenceTaskKind::reverse, .vocab_size = 8, .seq_len = 8, .batch_size = 32, .seed = 0};
   SequenceModel model({.vocab = 8, .max_len = 8, .d_model = 32, .n_head = 4, .d_ff = 64, .n_layers = 2});
   Trainer trainer(model, task,
                   {.lr = 3e-3, .warmup_steps = 20, .steps = 300, .eval_every = 20, .eval_sequences = 256,
@@ -91,7 +91,7 @@ BOOST_AUTO_TEST_CASE(resume_continues_the_run_bit_for_bit) {
   // Dropout makes the generator state matter, K off the evaluation grid makes the metrics window
   // matter, and batches differ per step, so the data position matters too.
   constexpr int64_t kSteps = 30, kStop = 13;
-  const TaskOptions task = tiny_task();
+  const SequenceTaskOptions task = tiny_task();
   const TrainerOptions options = tiny_trainer(kSteps);
   TempDir dir;
 
@@ -165,7 +165,7 @@ BOOST_AUTO_TEST_CASE(resume_continues_the_run_bit_for_bit) {
 }
 
 BOOST_AUTO_TEST_CASE(a_checkpoint_round_trip_gives_identical_outputs_and_state) {
-  const TaskOptions task = tiny_task();
+  const SequenceTaskOptions task = tiny_task();
   TempDir dir;
   const std::string path = dir.file("ckpt.safetensors");
   manual_seed(31);
@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_round_trip_gives_identical_outputs_and_state) 
   BOOST_TEST(config.step == 7);
   BOOST_TEST(config.model.d_model == 16);
   BOOST_TEST(config.model.dropout == 0.1);
-  BOOST_TEST(task_options_to_json(config.task) == task_options_to_json(task));
+  BOOST_TEST(sequence_task_options_to_json(config.task) == sequence_task_options_to_json(task));
   BOOST_TEST(trainer_options_to_json(config.trainer) == trainer_options_to_json(tiny_trainer(20)));
   const CheckpointInfo info = read_checkpoint_info(path);
   BOOST_TEST(info.data_position == 7u);
@@ -208,7 +208,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_round_trip_gives_identical_outputs_and_state) 
 }
 
 BOOST_AUTO_TEST_CASE(resume_rejects_a_checkpoint_of_another_run_and_changes_nothing) {
-  const TaskOptions task = tiny_task();
+  const SequenceTaskOptions task = tiny_task();
   TempDir dir;
   const std::string path = dir.file("ckpt.safetensors");
   manual_seed(41);
@@ -226,7 +226,7 @@ BOOST_AUTO_TEST_CASE(resume_rejects_a_checkpoint_of_another_run_and_changes_noth
   BOOST_TEST(t_wider.step() == 0);
 
   SequenceModel same(tiny_model());
-  TaskOptions other_seed = task;
+  SequenceTaskOptions other_seed = task;
   other_seed.seed = 4;
   Trainer t_task(same, other_seed, tiny_trainer(20));
   AG_CHECK_THROWS_WITH(t_task.resume(path), std::runtime_error, path, "task", "\"seed\":3");
@@ -394,10 +394,10 @@ BOOST_AUTO_TEST_CASE(bad_options_name_the_option_and_its_value) {
                        "clip_norm");
   AG_CHECK_THROWS_WITH(Trainer(model, tiny_task(), with([](auto& o) { o.momentum = 1; })), std::invalid_argument,
                        "momentum");
-  TaskOptions longer = tiny_task();
+  SequenceTaskOptions longer = tiny_task();
   longer.seq_len = 7;
   AG_CHECK_THROWS_WITH(Trainer(model, longer, tiny_trainer(10)), std::invalid_argument, "max_len 6", "seq_len 7");
-  TaskOptions bigger_vocab = tiny_task();
+  SequenceTaskOptions bigger_vocab = tiny_task();
   bigger_vocab.vocab_size = 7;
   AG_CHECK_THROWS_WITH(Trainer(model, bigger_vocab, tiny_trainer(10)), std::invalid_argument, "vocab 6", "vocab 7");
   TrainerOutputs plot_only;

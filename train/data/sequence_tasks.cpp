@@ -1,0 +1,236 @@
+#include "attograd/train/data/sequence_tasks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "attograd/autograd/ops/kernels.h"
+#include "attograd/core/kernels.h"
+#include "attograd/core/rng.h"
+#include "attograd/train/io/json_text.h"
+
+namespace ag {
+
+namespace {
+
+constexpr uint64_t kTrainDomain = 0;
+constexpr uint64_t kEvalDomain = 1;
+
+// The index of the largest of n contiguous values (the first of ties).
+template <typename T>
+int64_t argmax_row(const T* row, int64_t n) {
+  int64_t best = 0;
+  for (int64_t v = 1; v < n; ++v) {
+    if (row[v] > row[best]) best = v;
+  }
+  return best;
+}
+
+void check_logits(const Tensor& logits, const char* op) {
+  if (!logits.defined() || logits.dim() != 3) {
+    throw std::invalid_argument(std::string(op) + ": logits must be (B, T, V), got " +
+                                (logits.defined() ? logits.shape().str() : std::string("undefined")));
+  }
+}
+
+}  // namespace
+
+const char* sequence_task_name(SequenceTaskKind kind) {
+  switch (kind) {
+    case SequenceTaskKind::copy: return "copy";
+    case SequenceTaskKind::reverse: return "reverse";
+    case SequenceTaskKind::sort: return "sort";
+    case SequenceTaskKind::shift: return "shift";
+  }
+  return "?";
+}
+
+SequenceTaskKind parse_sequence_task_kind(const std::string& name) {
+  for (SequenceTaskKind k : {SequenceTaskKind::copy, SequenceTaskKind::reverse, SequenceTaskKind::sort, SequenceTaskKind::shift}) {
+    if (name == sequence_task_name(k)) return k;
+  }
+  throw std::invalid_argument("unknown task '" + name + "' (choose copy, reverse, sort or shift)");
+}
+
+SequenceTask::SequenceTask(const SequenceTaskOptions& options) : options_(options) {
+  const SequenceTaskOptions& o = options;
+  const std::string task = std::string("task ") + sequence_task_name(o.kind) + ": ";
+  const auto in_range = [&](const char* key, int64_t v, int64_t low, int64_t high) {
+    if (v < low || v > high) {
+      throw std::invalid_argument(task + key + " must lie in [" + std::to_string(low) + ", " + std::to_string(high) +
+                                  "], got " + std::to_string(v));
+    }
+  };
+  in_range("vocab_size", o.vocab_size, 2, SequenceTaskLimits::vocab_size);
+  in_range("seq_len", o.seq_len, 1, SequenceTaskLimits::seq_len);
+  in_range("batch_size", o.batch_size, 1, SequenceTaskLimits::batch_size);
+  if (o.kind == SequenceTaskKind::shift && (o.shift < 1 || o.shift >= o.seq_len)) {
+    throw std::invalid_argument(task + "shift " + std::to_string(o.shift) + " is out of range [1, " +
+                                std::to_string(o.seq_len) + ") for seq_len " + std::to_string(o.seq_len) +
+                                " (a rotation by 0 is the copy task)");
+  }
+}
+
+std::vector<int64_t> SequenceTask::transform(std::span<const int64_t> input) const {
+  const int64_t n = options_.seq_len;
+  if (static_cast<int64_t>(input.size()) != n) {
+    throw std::invalid_argument(std::string("task ") + sequence_task_name(options_.kind) + ": a sequence of length " +
+                                std::to_string(input.size()) + " given, seq_len is " + std::to_string(n));
+  }
+  std::vector<int64_t> out(input.begin(), input.end());
+  switch (options_.kind) {
+    case SequenceTaskKind::copy: break;
+    case SequenceTaskKind::reverse: std::reverse(out.begin(), out.end()); break;
+    case SequenceTaskKind::sort: std::sort(out.begin(), out.end()); break;
+    case SequenceTaskKind::shift:
+      for (int64_t t = 0; t < n; ++t) out[static_cast<size_t>((t + options_.shift) % n)] = input[static_cast<size_t>(t)];
+      break;
+  }
+  return out;
+}
+
+SequenceBatch SequenceTask::make_batch(uint64_t seed, uint64_t index, uint64_t domain) const {
+  // One random stream per batch, keyed by (seed, index, domain) through the counter-based
+  // generator: no state carries from one batch to the next.
+  Generator gen(seed);
+  gen.set_state(GeneratorState{seed, index, domain});
+  const uint64_t key = gen.next_stream();
+  const int64_t b = options_.batch_size, t = options_.seq_len;
+  const uint64_t vocab = static_cast<uint64_t>(options_.vocab_size);
+  SequenceBatch batch;
+  batch.inputs.shape = Shape{b, t};
+  batch.targets.shape = Shape{b, t};
+  batch.inputs.data.resize(static_cast<size_t>(b * t));
+  batch.targets.data.reserve(static_cast<size_t>(b * t));
+  for (int64_t i = 0; i < b * t; ++i) {
+    // The modulo bias is below vocab / 2^64: invisible for any vocabulary a toy task uses.
+    batch.inputs.data[static_cast<size_t>(i)] = static_cast<int64_t>(Generator::bits(key, static_cast<uint64_t>(i)) % vocab);
+  }
+  for (int64_t row = 0; row < b; ++row) {
+    const std::span<const int64_t> in(batch.inputs.data.data() + row * t, static_cast<size_t>(t));
+    const std::vector<int64_t> out = transform(in);
+    batch.targets.data.insert(batch.targets.data.end(), out.begin(), out.end());
+  }
+  return batch;
+}
+
+SequenceBatch SequenceTask::train_batch(uint64_t index) const { return make_batch(options_.seed, index, kTrainDomain); }
+
+SequenceBatch SequenceTask::eval_batch(uint64_t index) const { return make_batch(options_.eval_seed, index, kEvalDomain); }
+
+std::string sequence_task_options_to_json(const SequenceTaskOptions& o) {
+  const OrderedJson j = {
+      {"task", sequence_task_name(o.kind)},
+      {"vocab_size", o.vocab_size},
+      {"seq_len", o.seq_len},
+      {"batch_size", o.batch_size},
+      {"shift", o.shift},
+      {"seed", seed_json(o.seed)},
+      {"eval_seed", seed_json(o.eval_seed)},
+  };
+  return j.dump();
+}
+
+SequenceTaskOptions sequence_task_options_from_json(const std::string& text) {
+  const Json j = parse_options_object(
+      text, {"task", "vocab_size", "seq_len", "batch_size", "shift", "seed", "eval_seed"}, "sequence_task_options_from_json: ");
+  const auto field = [&](const char* key) -> const Json& {
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(std::string("sequence_task_options_from_json: missing \"") + key + "\" in " + text);
+    return *it;
+  };
+  const auto integer = [&](const char* key) {
+    const Json& v = field(key);
+    const std::optional<int64_t> i = json_int64(v);
+    if (!i) {
+      throw std::invalid_argument(std::string("sequence_task_options_from_json: \"") + key + "\" must be an integer, got " + v.dump());
+    }
+    return *i;
+  };
+  const Json& task = field("task");
+  if (!task.is_string()) throw std::invalid_argument("sequence_task_options_from_json: \"task\" must be a string, got " + task.dump());
+  SequenceTaskOptions o;
+  o.kind = parse_sequence_task_kind(task.get<std::string>());
+  o.vocab_size = integer("vocab_size");
+  o.seq_len = integer("seq_len");
+  o.batch_size = integer("batch_size");
+  o.shift = integer("shift");
+  o.seed = seed_from_json(field("seed"), "sequence_task_options_from_json: ", "seed");
+  o.eval_seed = seed_from_json(field("eval_seed"), "sequence_task_options_from_json: ", "eval_seed");
+  SequenceTask check(o);  // same validation as a task built directly
+  return o;
+}
+
+double SequenceMetrics::loss() const { return tokens == 0 ? 0.0 : loss_sum / static_cast<double>(tokens); }
+
+double SequenceMetrics::token_accuracy() const {
+  return tokens == 0 ? 0.0 : static_cast<double>(correct_tokens) / static_cast<double>(tokens);
+}
+
+double SequenceMetrics::sequence_accuracy() const {
+  return sequences == 0 ? 0.0 : static_cast<double>(correct_sequences) / static_cast<double>(sequences);
+}
+
+SequenceMetrics& SequenceMetrics::operator+=(const SequenceMetrics& other) {
+  loss_sum += other.loss_sum;
+  tokens += other.tokens;
+  correct_tokens += other.correct_tokens;
+  sequences += other.sequences;
+  correct_sequences += other.correct_sequences;
+  return *this;
+}
+
+SequenceMetrics sequence_metrics(const Tensor& logits, const Indices& targets) {
+  check_logits(logits, "sequence_metrics");
+  const int64_t b = logits.size(0), t = logits.size(1), v = logits.size(2);
+  if (targets.shape != Shape{b, t}) {
+    throw std::invalid_argument("sequence_metrics: logits " + logits.shape().str() + " need targets (" +
+                                std::to_string(b) + ", " + std::to_string(t) + "), got " + targets.shape.str());
+  }
+  if (v < 1) throw std::invalid_argument("sequence_metrics: logits " + logits.shape().str() + " have no classes");
+  const Tensor logp = kernels::log_softmax(logits, -1);  // contiguous
+  // The argmax reads the logits themselves: subtracting the log-sum-exp could round two close
+  // scores into a tie.
+  const Tensor raw = logits.contiguous();
+  SequenceMetrics m;
+  dispatch(logp.dtype(), [&]<typename T>(T) {
+    const T* lp = logp.data<T>();
+    const T* z = raw.data<T>();
+    for (int64_t row = 0; row < b; ++row) {
+      bool all_correct = true;
+      for (int64_t pos = 0; pos < t; ++pos) {
+        const int64_t flat = row * t + pos;
+        const int64_t target = targets[flat];
+        if (target < 0 || target >= v) {
+          throw std::invalid_argument("sequence_metrics: target " + std::to_string(target) + " at (" +
+                                      std::to_string(row) + ", " + std::to_string(pos) + ") is outside [0, " +
+                                      std::to_string(v) + ") for logits " + logits.shape().str());
+        }
+        m.loss_sum -= static_cast<double>(lp[flat * v + target]);
+        const bool correct = argmax_row(z + flat * v, v) == target;
+        m.correct_tokens += correct ? 1 : 0;
+        all_correct = all_correct && correct;
+      }
+      m.correct_sequences += all_correct ? 1 : 0;
+    }
+  });
+  m.tokens = b * t;
+  m.sequences = b;
+  return m;
+}
+
+Indices predict_tokens(const Tensor& logits) {
+  check_logits(logits, "predict_tokens");
+  const int64_t b = logits.size(0), t = logits.size(1), v = logits.size(2);
+  if (v < 1) throw std::invalid_argument("predict_tokens: logits " + logits.shape().str() + " have no classes");
+  const Tensor c = logits.contiguous();
+  std::vector<int64_t> out(static_cast<size_t>(b * t));
+  dispatch(c.dtype(), [&]<typename T>(T) {
+    const T* p = c.data<T>();
+    for (int64_t i = 0; i < b * t; ++i) out[static_cast<size_t>(i)] = argmax_row(p + i * v, v);
+  });
+  return Indices(Shape{b, t}, std::move(out));
+}
+
+}  // namespace ag

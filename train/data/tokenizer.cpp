@@ -1,0 +1,261 @@
+// The tokenizers of train/text.h: character-level (UTF-8 code points, validated strictly) and
+// byte-level, and their JSON description for checkpoints.
+#include "attograd/train/data/text.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attograd/train/io/json_text.h"
+
+namespace ag {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// UTF-8
+
+struct CodePoint {
+  uint32_t value = 0;
+  size_t length = 0;  // bytes; 0 when the sequence is invalid
+  const char* problem = nullptr;
+};
+
+std::string hex_byte(unsigned char b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "0x%02X", static_cast<unsigned>(b));
+  return buf;
+}
+
+std::string code_point_name(uint32_t cp) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(cp));
+  return buf;
+}
+
+// Decodes the code point at text[pos] strictly (RFC 3629): no overlong forms, no surrogates,
+// nothing above U+10FFFF, no missing continuation bytes.
+CodePoint decode_utf8(const std::string& text, size_t pos) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(pos);
+  if (lead < 0x80) return {.value = lead, .length = 1, .problem = nullptr};
+  size_t length = 0;
+  uint32_t value = 0;
+  unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
+  if (lead < 0xC2) {
+    return {.value = 0, .length = 0,
+            .problem = lead < 0xC0 ? "a continuation byte where a character should start" : "an overlong encoding"};
+  } else if (lead < 0xE0) {
+    length = 2;
+    value = lead & 0x1Fu;
+  } else if (lead < 0xF0) {
+    length = 3;
+    value = lead & 0x0Fu;
+    if (lead == 0xE0) low = 0xA0;   // below: overlong
+    if (lead == 0xED) high = 0x9F;  // above: a UTF-16 surrogate
+  } else if (lead < 0xF5) {
+    length = 4;
+    value = lead & 0x07u;
+    if (lead == 0xF0) low = 0x90;   // below: overlong
+    if (lead == 0xF4) high = 0x8F;  // above: beyond U+10FFFF
+  } else {
+    return {.value = 0, .length = 0, .problem = "a byte that never occurs in UTF-8"};
+  }
+  for (size_t k = 1; k < length; ++k) {
+    if (pos + k >= text.size()) return {.value = 0, .length = 0, .problem = "a sequence truncated by the end of the text"};
+    const unsigned char c = byte(pos + k);
+    if (c < 0x80 || c > 0xBF) return {.value = 0, .length = 0, .problem = "a sequence missing continuation bytes"};
+    if (k == 1 && (c < low || c > high)) {
+      const char* why = lead == 0xED ? "a UTF-16 surrogate" : lead == 0xF4 ? "a code point above U+10FFFF" : "an overlong encoding";
+      return {.value = 0, .length = 0, .problem = why};
+    }
+    value = (value << 6) | (c & 0x3Fu);
+  }
+  return {.value = value, .length = length, .problem = nullptr};
+}
+
+[[noreturn]] void throw_invalid_utf8(const std::string& op, const std::string& text, size_t pos, const char* problem) {
+  throw std::invalid_argument(op + ": the text is not valid UTF-8 at byte offset " + std::to_string(pos) + " (byte " +
+                              hex_byte(static_cast<unsigned char>(text[pos])) + ": " + problem +
+                              "); use the byte-level tokenizer for text that is not UTF-8");
+}
+
+// A character as a reader can see it in a message: the character itself when printable, an
+// escape for the usual control characters, always with its code point.
+std::string printable(uint32_t cp, const std::string& utf8) {
+  std::string shown;
+  switch (cp) {
+    case '\n': shown = "\\n"; break;
+    case '\t': shown = "\\t"; break;
+    case '\r': shown = "\\r"; break;
+    default: shown = (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) ? "" : utf8; break;
+  }
+  if (shown.empty()) return code_point_name(cp);
+  return "'" + shown + "' (" + code_point_name(cp) + ")";
+}
+
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Tokenizer
+
+Tokenizer Tokenizer::characters(const std::string& text) {
+  const std::string op = "Tokenizer::characters";
+  if (text.empty()) throw std::invalid_argument(op + ": the text is empty");
+  // Seen code points, ASCII in a table (most of any corpus), the rest collected and deduplicated.
+  bool ascii[128] = {};
+  std::vector<std::string> others;
+  for (size_t pos = 0; pos < text.size();) {
+    const CodePoint cp = decode_utf8(text, pos);
+    if (cp.length == 0) throw_invalid_utf8(op, text, pos, cp.problem);
+    if (cp.value < 128) {
+      ascii[cp.value] = true;
+    } else {
+      others.push_back(text.substr(pos, cp.length));
+    }
+    pos += cp.length;
+    if (others.size() > 4096) {  // keep memory bounded on text with many non-ASCII characters
+      std::sort(others.begin(), others.end());
+      others.erase(std::unique(others.begin(), others.end()), others.end());
+    }
+  }
+  Tokenizer t;
+  t.kind_ = Kind::characters;
+  for (int c = 0; c < 128; ++c) {
+    if (ascii[c]) t.symbols_.push_back(std::string(1, static_cast<char>(c)));
+  }
+  // std::string compares bytes as unsigned char, so this is byte order, which for UTF-8 is also
+  // code point order; every multi-byte character sorts after all of ASCII.
+  std::sort(others.begin(), others.end());
+  others.erase(std::unique(others.begin(), others.end()), others.end());
+  t.symbols_.insert(t.symbols_.end(), others.begin(), others.end());
+  return t;
+}
+
+Tokenizer Tokenizer::bytes() { return Tokenizer(); }
+
+const char* Tokenizer::kind_name() const {
+  switch (kind_) {
+    case Kind::characters: return "char";
+    case Kind::bytes: return "byte";
+  }
+  return "?";
+}
+
+int64_t Tokenizer::vocab_size() const {
+  switch (kind_) {
+    case Kind::characters: return static_cast<int64_t>(symbols_.size());
+    case Kind::bytes: return 256;
+  }
+  return 0;
+}
+
+std::string Tokenizer::to_json() const {
+  OrderedJson j = {{"kind", kind_name()}};
+  // The symbols as JSON strings: the UTF-8 itself, so the description stays readable in a
+  // checkpoint's metadata; JSON escapes the control characters.
+  if (kind_ == Kind::characters) j["symbols"] = symbols_;
+  return j.dump();
+}
+
+Tokenizer Tokenizer::from_json(const std::string& json) {
+  const std::string op = "Tokenizer::from_json: ";
+  const Json j = parse_options_object(json, {"kind", "symbols"}, op);
+  const auto kind_it = j.find("kind");
+  if (kind_it == j.end()) throw std::invalid_argument(op + "missing \"kind\" in " + json);
+  if (!kind_it->is_string()) throw std::invalid_argument(op + "\"kind\" must be a string, got " + kind_it->dump());
+  const std::string kind = kind_it->get<std::string>();
+  const auto symbols_it = j.find("symbols");
+  if (kind == "byte") {
+    if (symbols_it != j.end()) throw std::invalid_argument(op + "a byte tokenizer has no \"symbols\" (its vocabulary is the 256 bytes)");
+    return bytes();
+  }
+  if (kind != "char") throw std::invalid_argument(op + "unknown \"kind\" \"" + kind + "\" (expected \"char\" or \"byte\")");
+  if (symbols_it == j.end()) throw std::invalid_argument(op + "a char tokenizer needs \"symbols\"");
+  if (!symbols_it->is_array()) {
+    throw std::invalid_argument(op + "\"symbols\" must be an array of strings, got " + json_type_name(*symbols_it));
+  }
+  if (symbols_it->empty()) throw std::invalid_argument(op + "\"symbols\" is empty");
+  Tokenizer t;
+  t.kind_ = Kind::characters;
+  for (size_t i = 0; i < symbols_it->size(); ++i) {
+    const Json& s = (*symbols_it)[i];
+    const std::string where = "symbol " + std::to_string(i);
+    if (!s.is_string()) throw std::invalid_argument(op + where + " must be a string, got " + s.dump());
+    std::string symbol = s.get<std::string>();
+    const CodePoint cp = symbol.empty() ? CodePoint{} : decode_utf8(symbol, 0);
+    if (cp.length == 0 || cp.length != symbol.size()) {
+      throw std::invalid_argument(op + where + " must be exactly one UTF-8 character, got " + s.dump());
+    }
+    if (!t.symbols_.empty()) {
+      // Ids are positions in the sorted list: a duplicate or an unsorted list is not what
+      // characters() wrote and would silently map text to other ids.
+      if (symbol == t.symbols_.back()) throw std::invalid_argument(op + where + " " + s.dump() + " appears twice");
+      if (symbol < t.symbols_.back()) {
+        throw std::invalid_argument(op + where + " " + s.dump() + " is out of order (the symbols are sorted by their bytes)");
+      }
+    }
+    t.symbols_.push_back(std::move(symbol));
+  }
+  return t;
+}
+
+std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
+  std::vector<int64_t> ids;
+  if (kind_ == Kind::bytes) {
+    ids.reserve(text.size());
+    for (char c : text) ids.push_back(static_cast<unsigned char>(c));
+    return ids;
+  }
+  const std::string op = "Tokenizer::encode";
+  // Lookup: a table for ASCII, binary search over the sorted symbols for the rest.
+  int64_t ascii[128];
+  std::fill(std::begin(ascii), std::end(ascii), int64_t{-1});
+  for (size_t i = 0; i < symbols_.size() && symbols_[i].size() == 1; ++i) {
+    ascii[static_cast<unsigned char>(symbols_[i][0])] = static_cast<int64_t>(i);
+  }
+  ids.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    const CodePoint cp = decode_utf8(text, pos);
+    if (cp.length == 0) throw_invalid_utf8(op, text, pos, cp.problem);
+    int64_t id = -1;
+    if (cp.value < 128) {
+      id = ascii[cp.value];
+    } else {
+      const std::string symbol = text.substr(pos, cp.length);
+      const auto it = std::lower_bound(symbols_.begin(), symbols_.end(), symbol);
+      if (it != symbols_.end() && *it == symbol) id = it - symbols_.begin();
+    }
+    if (id < 0) {
+      throw std::invalid_argument(op + ": character " + printable(cp.value, text.substr(pos, cp.length)) + " at byte offset " +
+                                  std::to_string(pos) +
+                                  " is not in the vocabulary, which holds the characters of the training text (" +
+                                  std::to_string(symbols_.size()) + " of them)");
+    }
+    ids.push_back(id);
+    pos += cp.length;
+  }
+  return ids;
+}
+
+std::string Tokenizer::decode(int64_t id) const {
+  if (id < 0 || id >= vocab_size()) {
+    throw std::invalid_argument("Tokenizer::decode: id " + std::to_string(id) + " is outside [0, " +
+                                std::to_string(vocab_size()) + ") of the " + kind_name() + " tokenizer");
+  }
+  if (kind_ == Kind::bytes) return std::string(1, static_cast<char>(static_cast<unsigned char>(id)));
+  return symbols_[static_cast<size_t>(id)];
+}
+
+std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
+  std::string text;
+  text.reserve(ids.size());
+  for (int64_t id : ids) text += decode(id);
+  return text;
+}
+
+
+}  // namespace ag

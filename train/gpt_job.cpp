@@ -1,0 +1,213 @@
+#include "attograd/train/gpt_job.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include "attograd/core/format.h"
+#include "attograd/core/rng.h"
+#include "attograd/models/generate.h"
+#include "attograd/train/io/checkpoint_metadata.h"
+#include "attograd/train/io/crc32c.h"
+#include "attograd/train/io/json_text.h"
+#include "attograd/train/io/model_options.h"
+#include "attograd/train/losses.h"
+#include "attograd/train/trainer.h"
+
+namespace ag {
+
+namespace {
+
+void check_long_enough(const char* part, size_t tokens, int64_t block_size) {
+  if (static_cast<int64_t>(tokens) < block_size + 1) {
+    throw std::invalid_argument(std::string("GPTJob: the ") + part + " text has " + std::to_string(tokens) +
+                                " tokens, fewer than block_size + 1 = " + std::to_string(block_size + 1) +
+                                " (lower the block size or give more text)");
+  }
+}
+
+// The "data" entry: the trajectory options and a fingerprint of the token stream (resuming on
+// another text, or another tokenisation of it, would silently train a different run).
+std::string data_json(const GPTJobOptions& o, const std::vector<int64_t>& tokens) {
+  const uint32_t crc = crc32c(tokens.data(), tokens.size() * sizeof(int64_t));
+  return OrderedJson({{"batch", o.batch},
+                      {"seed", o.seed},
+                      {"train_fraction", o.train_fraction},
+                      {"tokens", tokens.size()},
+                      {"crc32c", crc}})
+      .dump();
+}
+
+GPTJobOptions data_options_from_json(const std::string& text, const GPTJobOptions& base) {
+  const std::string op = "gpt data options: ";
+  const Json j = parse_options_object(text, {"batch", "seed", "train_fraction", "tokens", "crc32c"}, op);
+  const auto field = [&](const char* key) -> const Json& {
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
+    return *it;
+  };
+  const auto wrong = [&](const char* key, const char* type) {
+    return std::invalid_argument(op + "\"" + key + "\" must be " + type + ", got " + field(key).dump());
+  };
+  GPTJobOptions o = base;
+  const std::optional<int64_t> batch = json_int64(field("batch"));
+  if (!batch) throw wrong("batch", "an integer");
+  o.batch = *batch;
+  // The seed is a full uint64 (nlohmann keeps non-negative integers as such).
+  if (!field("seed").is_number_unsigned()) throw wrong("seed", "an unsigned integer");
+  o.seed = field("seed").get<uint64_t>();
+  if (!field("train_fraction").is_number()) throw wrong("train_fraction", "a number");
+  o.train_fraction = field("train_fraction").get<double>();
+  try {
+    validate(o);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(op + e.what());
+  }
+  return o;
+}
+
+}  // namespace
+
+void validate(const GPTJobOptions& o) {
+  const auto int_in = [&](const char* key, int64_t v, int64_t low, int64_t high) {
+    if (v < low || v > high) {
+      throw std::invalid_argument("GPTJob: " + std::string(key) + " must lie in [" + std::to_string(low) + ", " +
+                                  std::to_string(high) + "], got " + std::to_string(v));
+    }
+  };
+  int_in("batch", o.batch, 1, int64_t{1} << 20);
+  if (!(o.train_fraction > 0 && o.train_fraction < 1)) {
+    throw std::invalid_argument("GPTJob: train_fraction must lie in (0, 1), got " + format_number(o.train_fraction));
+  }
+  int_in("eval_windows", o.eval_windows, 1, int64_t{1} << 20);
+  int_in("sample_tokens", o.sample_tokens, 0, int64_t{1} << 20);
+}
+
+GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options)
+    : model_(model), tokenizer_(std::move(tokenizer)), options_(options) {
+  validate(options_);
+  const GPTOptions& m = model.options();
+  if (m.vocab != tokenizer_.vocab_size()) {
+    throw std::invalid_argument("GPTJob: the model's vocab " + std::to_string(m.vocab) + " differs from the " +
+                                tokenizer_.kind_name() + " tokenizer's " + std::to_string(tokenizer_.vocab_size()));
+  }
+  check_long_enough("whole", tokens.size(), m.block_size);
+  data_ = split_tokens(tokens, options_.train_fraction);
+  check_long_enough("training part of the", data_.train.size(), m.block_size);
+  check_long_enough("validation part of the", data_.val.size(), m.block_size);
+  data_json_ = data_json(options_, tokens);
+  eval_ = eval_batches(data_.val, {.batch = options_.batch, .block_size = m.block_size}, options_.eval_windows);
+  try {
+    prompt_ = tokenizer_.encode(options_.sample_prompt);
+  } catch (const std::invalid_argument&) {
+    prompt_.clear();
+  }
+  if (prompt_.empty() || static_cast<int64_t>(prompt_.size()) > m.block_size) prompt_ = {data_.train.front()};
+}
+
+StepLoss GPTJob::loss(uint64_t index, const Shard& rows) {
+  const int64_t block = model_.options().block_size;
+  const TextBatch batch = sample_batch(data_.train, {.batch = options_.batch, .block_size = block}, options_.seed, index);
+  const bool whole = rows.begin == 0 && rows.rows == options_.batch;
+  // logits (B, T, V) against targets (B, T): the mean over B*T next-token predictions.
+  // Over several processes, this rank's rows of the batch (every rank draws the whole batch).
+  const Variable loss = whole ? cross_entropy(model_(batch.inputs), batch.targets)
+                              : cross_entropy(model_(shard_rows(batch.inputs, rows)), shard_rows(batch.targets, rows));
+  return {.loss = loss, .tokens = options_.batch * block};
+}
+
+Evaluation GPTJob::evaluate(const Ranks& ranks) {
+  double sum = 0;
+  int64_t rows = 0;
+  for (const TextBatch& b : eval_) {
+    // Each batch's loss is a mean over its rows; weighting by rows makes the result the mean
+    // over every validation token even when the last batch is short.
+    const int64_t all = b.inputs.shape[0];
+    const Shard part = ranks.part(all);
+    if (part.rows == 0) continue;
+    const bool whole = part.rows == all;
+    const Variable loss = whole ? cross_entropy(model_(b.inputs), b.targets)
+                                : cross_entropy(model_(shard_rows(b.inputs, part)), shard_rows(b.targets, part));
+    sum += loss.item() * static_cast<double>(part.rows);
+    rows += part.rows;
+  }
+  if (ranks.size() > 1) {
+    std::vector<double> v{sum, static_cast<double>(rows)};
+    ranks.sum(v);
+    sum = v[0];
+    rows = static_cast<int64_t>(v[1]);
+  }
+  Evaluation e;
+  e.loss = sum / static_cast<double>(rows);
+  std::ostringstream line;
+  line.setf(std::ios::fixed);
+  line.precision(4);
+  line << "validation loss " << e.loss;
+  e.summary = line.str();
+  // Over several processes only rank 0 shows a sample.
+  const std::string text = ranks.rank() == 0 ? sample() : std::string();
+  // Indented line by line, so the sample stands apart from the progress lines. (A prompt of
+  // "\n" would open with an empty line: skipped.)
+  const size_t first = text.find_first_not_of('\n');
+  std::istringstream lines(first == std::string::npos ? std::string() : text.substr(first));
+  for (std::string l; std::getline(lines, l);) e.details.push_back("    | " + l);
+  return e;
+}
+
+std::string GPTJob::sample() {
+  if (options_.sample_tokens == 0) return {};
+  // generate() runs in eval mode (no dropout, so no draws from the default generator) and
+  // samples from its own counter-based stream; the guard keeps even that assumption out of the
+  // trajectory.
+  GeneratorStateGuard keep_generator;
+  GenerateOptions g;
+  g.max_new_tokens = options_.sample_tokens;
+  g.sampling = {.temperature = 0.8, .top_k = 40, .top_p = 1.0, .seed = options_.seed};
+  return tokenizer_.decode(prompt_) + tokenizer_.decode(generate(model_, prompt_, g));
+}
+
+std::map<std::string, std::string> GPTJob::metadata() const {
+  return {{"model", gpt_options_to_json(model_.options())}, {"tokenizer", tokenizer_.to_json()}, {"data", data_json_}};
+}
+
+GPTJobOptions gpt_job_options_from(const Checkpoint& ck, const GPTJobOptions& base) {
+  require_model_kind(ck, "gpt");
+  return parse_entry(ck, "data", [&](const std::string& s) { return data_options_from_json(s, base); });
+}
+
+GPTOptions gpt_options_from(const Checkpoint& ck) {
+  require_model_kind(ck, "gpt");
+  // Checkpoints written before the one training loop kept the model's options under "gpt".
+  const GPTOptions model = parse_entry(ck, ck.has_entry("model") ? "model" : "gpt", gpt_options_from_json);
+  const Tokenizer tokenizer = parse_entry(ck, "tokenizer", Tokenizer::from_json);
+  if (model.vocab != tokenizer.vocab_size()) {
+    throw std::runtime_error("checkpoint '" + ck.path() + "': the model's vocab " + std::to_string(model.vocab) +
+                             " differs from its tokenizer's " + std::to_string(tokenizer.vocab_size()));
+  }
+  return model;
+}
+
+Tokenizer gpt_tokenizer_from(const Checkpoint& ck) {
+  require_model_kind(ck, "gpt");
+  return parse_entry(ck, "tokenizer", Tokenizer::from_json);
+}
+
+LoadedGPT load_gpt_checkpoint(const Checkpoint& ck) {
+  const GPTOptions options = gpt_options_from(ck);
+  LoadedGPT out;
+  out.step = static_cast<int64_t>(ck.info().data_position);  // the updates the run had made
+  {
+    // Building the model draws its (soon overwritten) initial weights from the default
+    // generator; the caller's stream is left where it was.
+    GeneratorStateGuard keep_generator;
+    out.model = std::make_unique<GPT>(options);
+  }
+  // The tied head reads embed.weight, the one tensor the file holds for both uses.
+  ck.load(out.model->named_parameters());
+  out.model->eval();
+  out.tokenizer = gpt_tokenizer_from(ck);
+  return out;
+}
+
+LoadedGPT load_gpt_checkpoint(const std::string& path) { return load_gpt_checkpoint(Checkpoint::open(path)); }
+
+}  // namespace ag

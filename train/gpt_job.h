@@ -1,0 +1,101 @@
+// GPTJob: a GPT language model's part of a training run (train/job.h): next-token prediction
+// on a stream of tokens.
+//
+//   manual_seed(seed);                                     // the model's initialisation
+//   GPT model(gpt_options);                                // vocab = tokenizer.vocab_size()
+//   GPTJob job(model, tokenizer, tokenizer.encode(text), {.batch = 32, .seed = seed});
+//   Trainer trainer(job, {.optimizer = OptimizerKind::adamw, .lr = 1e-3, .steps = 2000});
+//
+// The tokens are split once, the first train_fraction for training and the rest for validation
+// (split_tokens). Batch n is sample_batch(train, seed, n): random windows, a pure function of
+// (seed, n), so a resumed run sees the very batches of an uninterrupted one. The loss is the
+// mean cross-entropy of logits (B, T, V) against the next tokens (B, T). An evaluation is the
+// mean loss over the same fixed validation windows (eval_batches) plus, on rank 0, a short
+// sample from a fixed prompt (seeded, so two runs print the same text).
+//
+// Checkpoint entries: "model" (gpt_options_to_json), "tokenizer" (Tokenizer::to_json, so
+// generation needs no data file) and "data" (batch, seed, train_fraction, and the token count
+// and a checksum of the tokens, so a resume on another text is refused).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attograd/models/gpt.h"
+#include "attograd/train/data/text.h"
+#include "attograd/train/io/checkpoint.h"
+#include "attograd/train/job.h"
+
+namespace ag {
+
+struct GPTJobOptions {
+  // What the trajectory depends on: stored in checkpoints ("data") and required to match.
+  int64_t batch = 32;            // windows per step (each block_size tokens long)
+  uint64_t seed = 0;             // the batches; the caller seeds init and dropout with manual_seed
+  double train_fraction = 0.9;   // of the tokens for training, the rest validates
+  // What only observes the run.
+  int64_t eval_windows = 64;       // validation windows per evaluation (at most)
+  int64_t sample_tokens = 100;     // generated at every evaluation; 0 generates none
+  std::string sample_prompt = "\n";  // the text the sample continues
+};
+
+// Throws std::invalid_argument naming the first bad option and its value.
+void validate(const GPTJobOptions& options);
+
+class GPTJob : public TrainingJob {
+ public:
+  // The model must outlive the job and have vocab == tokenizer.vocab_size(). Validates the
+  // options and checks that both parts of the split hold at least block_size + 1 tokens
+  // (std::invalid_argument naming both numbers). A sample prompt the tokenizer cannot encode
+  // falls back to the first training token.
+  GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options);
+
+  std::string kind() const override { return "gpt"; }
+  Module& model() override { return model_; }
+  int64_t batch_rows() const override { return options_.batch; }
+  int64_t vocab() const override { return model_.options().vocab; }
+  StepLoss loss(uint64_t index, const Shard& rows) override;
+  Evaluation evaluate(const Ranks& ranks) override;
+  std::map<std::string, std::string> metadata() const override;
+
+  // sample_tokens tokens continuing the sample prompt (temperature 0.8, top-k 40, seed `seed`),
+  // decoded; the default generator is left as it was.
+  std::string sample();
+
+  const GPTJobOptions& options() const { return options_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const TextSplit& data() const { return data_; }
+
+ private:
+  GPT& model_;
+  Tokenizer tokenizer_;
+  GPTJobOptions options_;
+  TextSplit data_;
+  std::string data_json_;  // the "data" entry
+  std::vector<TextBatch> eval_;
+  std::vector<int64_t> prompt_;
+};
+
+// The trajectory options of a GPT checkpoint's "data" entry, into `base` (whose observing
+// options are kept); std::runtime_error naming the file when it is missing or invalid.
+GPTJobOptions gpt_job_options_from(const Checkpoint& checkpoint, const GPTJobOptions& base);
+
+// A trained model for generation: built from the checkpoint's options with its parameters
+// loaded (the optimizer state is ignored), in eval mode. std::runtime_error naming the file
+// when it is not a GPT checkpoint or an entry is missing or invalid.
+struct LoadedGPT {
+  std::unique_ptr<GPT> model;
+  Tokenizer tokenizer;
+  int64_t step = 0;
+};
+LoadedGPT load_gpt_checkpoint(const Checkpoint& checkpoint);
+LoadedGPT load_gpt_checkpoint(const std::string& path);
+
+// The model and tokenizer entries of a GPT checkpoint, checked against each other.
+GPTOptions gpt_options_from(const Checkpoint& checkpoint);
+Tokenizer gpt_tokenizer_from(const Checkpoint& checkpoint);
+
+}  // namespace ag

@@ -1,0 +1,376 @@
+#include "attograd/train/io/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string_view>
+#include <unordered_set>
+#include <stdexcept>
+
+#include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/crc32c.h"
+#include "attograd/train/io/json_text.h"
+
+namespace ag {
+
+// The data section is copied byte for byte into and out of memory.
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+
+namespace {
+
+// Hugging Face's reader refuses larger headers; so do we, so that a corrupt length cannot make
+// us allocate gigabytes.
+constexpr uint64_t kMaxHeaderBytes = 100u << 20;
+constexpr const char* kMetadataKey = "__metadata__";
+// The __metadata__ key under which the writer stores every tensor's CRC-32C.
+constexpr const char* kChecksumKey = "crc32c";
+
+size_t element_size(SafetensorsDType dtype) {
+  switch (dtype) {
+    case SafetensorsDType::F32: return 4;
+    case SafetensorsDType::F64: return 8;
+    case SafetensorsDType::I64: return 8;
+  }
+  return 0;
+}
+
+[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
+  throw std::runtime_error("safetensors '" + path + "': " + what);
+}
+
+void check_new_name(const SafetensorsFile& file, const std::string& name) {
+  if (name.empty()) throw std::invalid_argument("SafetensorsFile::add: empty tensor name");
+  if (name == kMetadataKey) throw std::invalid_argument("SafetensorsFile::add: the name __metadata__ is reserved");
+  if (file.contains(name)) throw std::invalid_argument("SafetensorsFile::add: duplicate tensor name '" + name + "'");
+}
+
+OrderedJson shape_json(const Shape& shape) {
+  OrderedJson dims = OrderedJson::array();
+  for (int64_t d : shape) dims.push_back(d);
+  return dims;
+}
+
+// Non-negative JSON integers (nlohmann keeps them as uint64, exactly).
+bool is_size(const Json& v) { return v.is_number_unsigned(); }
+
+// One header entry, read and checked against itself; nothing is allocated yet.
+struct HeaderEntry {
+  std::string name;
+  SafetensorsDType dtype = SafetensorsDType::F32;
+  std::vector<int64_t> dims;
+  uint64_t begin = 0, end = 0;
+};
+
+HeaderEntry parse_entry(const std::string& path, const std::string& name, const Json& info) {
+  HeaderEntry entry;
+  entry.name = name;
+  const std::string where = "tensor '" + name + "': ";
+  if (!info.is_object()) corrupt(path, where + "header entry is " + json_type_name(info) + ", not an object");
+  const auto dtype_it = info.find("dtype");
+  const auto shape_it = info.find("shape");
+  const auto offsets_it = info.find("data_offsets");
+  if (dtype_it == info.end() || shape_it == info.end() || offsets_it == info.end()) {
+    corrupt(path, where + "header entry needs dtype, shape and data_offsets, got " + info.dump());
+  }
+  const Json* dtype = &*dtype_it;
+  const Json* shape = &*shape_it;
+  const Json* offsets = &*offsets_it;
+  if (!dtype->is_string()) corrupt(path, where + "dtype is " + json_type_name(*dtype) + ", not a string");
+  const std::string& d = dtype->get_ref<const std::string&>();
+  if (d == "F32") entry.dtype = SafetensorsDType::F32;
+  else if (d == "F64") entry.dtype = SafetensorsDType::F64;
+  else if (d == "I64") entry.dtype = SafetensorsDType::I64;
+  else corrupt(path, where + "unsupported dtype '" + d + "' (attograd reads F32, F64 and I64)");
+
+  if (!shape->is_array()) corrupt(path, where + "shape " + shape->dump() + " is not an array");
+  uint64_t numel = 1;
+  for (const Json& dim : *shape) {
+    if (!is_size(dim) || dim.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      corrupt(path, where + "shape " + shape->dump() + " is not a list of sizes >= 0");
+    }
+    const uint64_t n = dim.get<uint64_t>();
+    if (n != 0 && numel > std::numeric_limits<uint64_t>::max() / n) corrupt(path, where + "shape " + shape->dump() + " is too large");
+    numel *= n;
+    entry.dims.push_back(static_cast<int64_t>(n));
+  }
+  if (!offsets->is_array() || offsets->size() != 2 || !is_size((*offsets)[0]) || !is_size((*offsets)[1]) ||
+      (*offsets)[1].get<uint64_t>() < (*offsets)[0].get<uint64_t>()) {
+    corrupt(path, where + "data_offsets " + offsets->dump() + " is not a pair [begin, end] with 0 <= begin <= end");
+  }
+  entry.begin = (*offsets)[0].get<uint64_t>();
+  entry.end = (*offsets)[1].get<uint64_t>();
+  const uint64_t size = element_size(entry.dtype);
+  if (numel > std::numeric_limits<uint64_t>::max() / size || numel * size != entry.end - entry.begin) {
+    const std::string needed = numel > std::numeric_limits<uint64_t>::max() / size
+                                   ? "more than 2^64"
+                                   : std::to_string(numel * size);
+    corrupt(path, where + "shape " + Shape(entry.dims).str() + " of " + d + " needs " + needed + " bytes but data_offsets [" +
+                      std::to_string(entry.begin) + ", " + std::to_string(entry.end) + "] hold " +
+                      std::to_string(entry.end - entry.begin));
+  }
+  return entry;
+}
+
+std::string hex32(uint32_t v) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", v);
+  return text;
+}
+
+// The checksums entry of __metadata__: a JSON object mapping every tensor name to 8 hex digits.
+std::map<std::string, uint32_t> parse_checksums(const std::string& path, const std::string& text) {
+  const auto bad = [&](const std::string& what) {
+    corrupt(path, std::string("__metadata__ '") + kChecksumKey + "' " + what);
+  };
+  Json j;
+  try {
+    j = parse_json(text);
+  } catch (const JsonError& e) {
+    bad(std::string("is not JSON: ") + e.what());
+  }
+  if (!j.is_object()) bad("is not a JSON object");
+  std::map<std::string, uint32_t> sums;
+  for (const auto& [name, v] : j.items()) {
+    const std::string digits = v.is_string() ? v.get<std::string>() : "";
+    uint32_t value = 0;
+    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
+    if (digits.size() != 8 || ec != std::errc() || ptr != digits.data() + digits.size()) {
+      bad("gives tensor '" + name + "' the checksum " + v.dump() + ", not 8 hex digits");
+    }
+    sums[name] = value;
+  }
+  return sums;
+}
+
+}  // namespace
+
+const char* safetensors_dtype_name(SafetensorsDType dtype) {
+  switch (dtype) {
+    case SafetensorsDType::F32: return "F32";
+    case SafetensorsDType::F64: return "F64";
+    case SafetensorsDType::I64: return "I64";
+  }
+  return "?";
+}
+
+void SafetensorsFile::add(const std::string& name, const Tensor& tensor) {
+  check_new_name(*this, name);
+  if (!tensor.defined()) throw std::invalid_argument("SafetensorsFile::add: tensor '" + name + "' is undefined");
+  SafetensorsEntry e;
+  e.name = name;
+  e.dtype = tensor.dtype() == DType::f32 ? SafetensorsDType::F32 : SafetensorsDType::F64;
+  e.tensor = tensor;
+  entries.push_back(std::move(e));
+}
+
+void SafetensorsFile::add(const std::string& name, const Indices& indices) {
+  check_new_name(*this, name);
+  if (indices.shape.numel() != indices.numel()) {
+    throw std::invalid_argument("SafetensorsFile::add: indices '" + name + "' of shape " + indices.shape.str() +
+                                " hold " + std::to_string(indices.numel()) + " values");
+  }
+  SafetensorsEntry e;
+  e.name = name;
+  e.dtype = SafetensorsDType::I64;
+  e.indices = indices;
+  entries.push_back(std::move(e));
+}
+
+const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
+  for (const SafetensorsEntry& e : entries) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+void save_safetensors(const std::string& path, const SafetensorsFile& file) {
+  // Contiguous copies where needed, so each entry is one block of bytes.
+  std::vector<Tensor> blocks(file.entries.size());
+  OrderedJson header = OrderedJson::object();
+  std::unordered_set<std::string_view> names;  // the entries vector is public: check it here
+  if (file.metadata.count(kChecksumKey)) {
+    throw std::invalid_argument(std::string("save_safetensors: the metadata key '") + kChecksumKey +
+                                "' is written by the writer itself");
+  }
+  uint64_t offset = 0;
+  OrderedJson checksums = OrderedJson::object();
+  for (size_t i = 0; i < file.entries.size(); ++i) {
+    const SafetensorsEntry& e = file.entries[i];
+    uint64_t bytes = 0;
+    if (e.dtype == SafetensorsDType::I64) {
+      bytes = static_cast<uint64_t>(e.indices.numel()) * 8;
+      checksums[e.name] = hex32(crc32c(e.indices.data.data(), static_cast<size_t>(bytes)));
+    } else {
+      if (!e.tensor.defined()) throw std::invalid_argument("save_safetensors: tensor '" + e.name + "' is undefined");
+      const SafetensorsDType want = e.tensor.dtype() == DType::f32 ? SafetensorsDType::F32 : SafetensorsDType::F64;
+      if (want != e.dtype) {
+        throw std::invalid_argument("save_safetensors: tensor '" + e.name + "' is " + dtype_name(e.tensor.dtype()) +
+                                    " but its entry says " + safetensors_dtype_name(e.dtype));
+      }
+      blocks[i] = e.tensor.contiguous();
+      bytes = static_cast<uint64_t>(blocks[i].numel()) * element_size(e.dtype);
+      checksums[e.name] = hex32(crc32c(blocks[i].raw_data(), static_cast<size_t>(bytes)));
+    }
+    if (e.name.empty() || e.name == kMetadataKey || !names.insert(e.name).second) {
+      throw std::invalid_argument("save_safetensors: tensor name '" + e.name + "' is empty, reserved or repeated");
+    }
+    header[e.name] = {{"dtype", safetensors_dtype_name(e.dtype)},
+                      {"shape", shape_json(e.shape())},
+                      {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  // __metadata__ goes first, as other writers put it; the checksums are one more string in it.
+  OrderedJson meta = OrderedJson::object();
+  for (const auto& [k, v] : file.metadata) meta[k] = v;
+  meta[kChecksumKey] = checksums.dump();
+  OrderedJson document = {{kMetadataKey, std::move(meta)}};
+  for (auto& [name, info] : header.items()) document[name] = std::move(info);
+  std::string text = document.dump();
+  // Spaces are JSON whitespace: padding keeps every reader happy and aligns the data section.
+  while ((8 + text.size()) % 8 != 0) text += ' ';
+  const uint64_t header_len = text.size();
+  char len_bytes[8];
+  std::memcpy(len_bytes, &header_len, 8);
+
+  AtomicFile out(path);
+  out.write(len_bytes, 8);
+  out.write(text);
+  for (size_t i = 0; i < file.entries.size(); ++i) {
+    const SafetensorsEntry& e = file.entries[i];
+    if (e.dtype == SafetensorsDType::I64) {
+      out.write(e.indices.data.data(), e.indices.data.size() * sizeof(int64_t));
+    } else {
+      out.write(blocks[i].raw_data(), static_cast<size_t>(blocks[i].numel()) * element_size(e.dtype));
+    }
+  }
+  out.commit();
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  const std::string bytes = read_file(path);
+  return parse_safetensors(bytes, path);
+}
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
+  const uint64_t file_size = bytes.size();
+  if (file_size == 0) corrupt(path, "the file is empty (0 bytes)");
+  if (file_size < 8) {
+    corrupt(path, "truncated header: the file has " + std::to_string(file_size) +
+                      " bytes, fewer than the 8-byte header length");
+  }
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  if (header_len > file_size - 8) {
+    corrupt(path, "truncated header: the header length " + std::to_string(header_len) +
+                      " is larger than the rest of the file (" + std::to_string(file_size - 8) + " bytes)");
+  }
+  if (header_len > kMaxHeaderBytes) {
+    corrupt(path, "header length " + std::to_string(header_len) + " exceeds the " +
+                      std::to_string(kMaxHeaderBytes) + "-byte limit");
+  }
+  const std::string_view header_text(bytes.data() + 8, static_cast<size_t>(header_len));
+  Json header;
+  try {
+    header = parse_json(header_text);
+  } catch (const JsonError& e) {
+    corrupt(path, std::string("bad JSON in the header: ") + e.what());
+  }
+  if (!header.is_object()) corrupt(path, std::string("the header is ") + json_type_name(header) + ", not an object");
+
+  // 1. The whole header, checked against itself and against the file's size: nothing is
+  //    allocated for a tensor until every entry has been found to fit the bytes the file holds.
+  SafetensorsFile file;
+  std::vector<HeaderEntry> entries;
+  std::string checksum_text;
+  bool has_checksums = false;
+  for (const auto& [name, info] : header.items()) {
+    if (name == kMetadataKey) {
+      if (!info.is_object()) corrupt(path, "__metadata__ is " + std::string(json_type_name(info)) + ", not an object");
+      // The parsed object is a sorted map, so every insertion goes at the end: linear in all.
+      for (auto& [k, v] : header[kMetadataKey].items()) {
+        if (!v.is_string()) corrupt(path, "__metadata__ value for '" + k + "' is " + json_type_name(v) + ", not a string");
+        if (k == kChecksumKey) {
+          checksum_text = v.get<std::string>();
+          has_checksums = true;
+        } else {
+          file.metadata.emplace_hint(file.metadata.end(), k, std::move(v.get_ref<std::string&>()));
+        }
+      }
+      continue;
+    }
+    entries.push_back(parse_entry(path, name, info));
+  }
+
+  // The ranges must tile the data section: sorted by start, each begins where the last ended.
+  const uint64_t data_size = file_size - 8 - header_len;
+  std::sort(entries.begin(), entries.end(), [](const HeaderEntry& a, const HeaderEntry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const HeaderEntry& r = entries[i];
+    if (r.begin < covered) {
+      corrupt(path, "tensor '" + r.name + "' at data_offsets [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
+                        "] overlaps tensor '" + entries[i - 1].name + "' (which ends at " + std::to_string(covered) + ")");
+    }
+    if (r.begin > covered) {
+      corrupt(path, "bytes [" + std::to_string(covered) + ", " + std::to_string(r.begin) +
+                        ") of the data section belong to no tensor (a hole before '" + r.name + "')");
+    }
+    if (r.end > data_size) {
+      corrupt(path, "data truncated: tensor '" + r.name + "' needs bytes [" + std::to_string(r.begin) + ", " +
+                        std::to_string(r.end) + ") of the data section but only " + std::to_string(data_size) +
+                        " bytes follow the header");
+    }
+    covered = r.end;
+  }
+  if (covered != data_size) {
+    corrupt(path, std::to_string(data_size - covered) + " bytes after the last tensor belong to no tensor (data section of " +
+                      std::to_string(data_size) + " bytes, tensors cover " + std::to_string(covered) + ")");
+  }
+
+  // 2. The checksums, when the writer stored them, over the bytes as they are in the file.
+  const char* data = bytes.data() + 8 + header_len;
+  if (has_checksums) {
+    std::map<std::string, uint32_t> sums = parse_checksums(path, checksum_text);
+    for (const HeaderEntry& r : entries) {
+      const auto it = sums.find(r.name);
+      if (it == sums.end()) corrupt(path, "tensor '" + r.name + "' has no checksum in __metadata__ '" + kChecksumKey + "'");
+      const uint32_t actual = crc32c(data + r.begin, static_cast<size_t>(r.end - r.begin));
+      if (actual != it->second) {
+        corrupt(path, "tensor '" + r.name + "' fails its CRC-32C check (stored " + hex32(it->second) + ", computed " +
+                          hex32(actual) + "): its bytes were changed or moved after it was written");
+      }
+      sums.erase(it);
+    }
+    if (!sums.empty()) {
+      corrupt(path, "__metadata__ '" + std::string(kChecksumKey) + "' names tensor '" + sums.begin()->first +
+                        "', which the header does not have");
+    }
+  }
+  file.checksummed = has_checksums;
+
+  // 3. Allocate and copy, in data order (the order the tensors were written in).
+  file.entries.reserve(entries.size());
+  for (const HeaderEntry& r : entries) {
+    SafetensorsEntry e;
+    e.name = r.name;
+    e.dtype = r.dtype;
+    const size_t n = static_cast<size_t>(r.end - r.begin);
+    if (e.dtype == SafetensorsDType::I64) {
+      e.indices.shape = Shape(r.dims);
+      e.indices.data.resize(n / 8);
+      if (n > 0) std::memcpy(e.indices.data.data(), data + r.begin, n);
+    } else {
+      e.tensor = Tensor(Shape(r.dims), e.dtype == SafetensorsDType::F32 ? DType::f32 : DType::f64, "load_safetensors");
+      if (n > 0) std::memcpy(e.tensor.raw_data(), data + r.begin, n);
+    }
+    file.entries.push_back(std::move(e));
+  }
+  return file;
+}
+
+}  // namespace ag

@@ -1,0 +1,93 @@
+// TrainingJob: what one kind of model brings to the one training loop (train/trainer.h).
+//
+// The loop owns everything every run shares: the optimizer and its schedule, clipping, the
+// divergence guard, the gradient average over processes, the evaluation cadence, progress,
+// metrics log, plot, stopping, checkpoints and bit-exact resume. A job owns what differs: the
+// model, where its batches come from, how a batch becomes a loss, and what an evaluation
+// measures. Three jobs ship with the library, one short file each:
+//
+//   SequenceJob  (train/sequence_job.h)  an encoder tagger on a generated toy task
+//   GPTJob       (train/gpt_job.h)       a GPT language model on a token stream
+//   Seq2SeqJob   (train/seq2seq_job.h)   an encoder-decoder on generated variable-length pairs
+//
+// A new kind of model needs a new job (and nothing in the loop): implement the few functions
+// below, in the contract they state.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attograd/autograd/variable.h"
+#include "attograd/layers/module.h"
+#include "attograd/train/dist/data_parallel.h"
+
+namespace ag {
+
+// The loss of this process's rows of one training batch.
+struct StepLoss {
+  Variable loss;       // scalar; its gradient, averaged over processes, is the whole batch's
+  int64_t tokens = 0;  // the tokens the whole batch trains on (for tokens/s)
+};
+
+// What an evaluation on held-out data found. NaN marks what a kind does not measure.
+struct Evaluation {
+  static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  double loss = kNone;       // mean cross-entropy per held-out token, nats
+  double token_acc = kNone;  // in [0, 1]
+  double seq_acc = kNone;    // in [0, 1]: what the run's target accuracy is compared with
+  std::string summary;       // one line for the person watching, e.g. "held-out loss 0.1234, ..."
+  std::vector<std::string> details;  // lines shown below it, e.g. a generated sample
+};
+
+// This process's place in a run over several (one process alone: rank 0 of 1).
+class Ranks {
+ public:
+  Ranks() = default;
+  explicit Ranks(DataParallel* data_parallel) : data_parallel_(data_parallel) {}
+
+  int rank() const { return data_parallel_ ? data_parallel_->rank() : 0; }
+  int size() const { return data_parallel_ ? data_parallel_->size() : 1; }
+  // This rank's contiguous part of `rows` rows: [rows * r / N, rows * (r + 1) / N).
+  Shard part(int64_t rows) const;
+  // Sums `values` elementwise over the ranks (every rank gets the sums); alone, leaves them.
+  void sum(std::vector<double>& values) const;
+
+ private:
+  DataParallel* data_parallel_ = nullptr;
+};
+
+class TrainingJob {
+ public:
+  virtual ~TrainingJob() = default;
+
+  // The checkpoint's "model_kind": "sequence", "gpt", "seq2seq".
+  virtual std::string kind() const = 0;
+  virtual Module& model() = 0;
+  // Rows of one training batch. Over N processes each rank trains on its B / N of them (B must
+  // divide: the loop refuses other counts by name).
+  virtual int64_t batch_rows() const = 0;
+  // The size of the output vocabulary: ln(vocab) is a uniform guess's loss, the divergence
+  // guard's floor.
+  virtual int64_t vocab() const = 0;
+
+  // Training batch number `index` (the data position: a resumed run asks for the very batches
+  // of an uninterrupted one), restricted to `rows`: the loss with its graph. The loop has put
+  // the model in train mode and zeroed the gradients. Every rank draws the whole batch and
+  // takes its rows; the loss must be scaled so that the mean of the ranks' gradients is the
+  // whole batch's gradient.
+  virtual StepLoss loss(uint64_t index, const Shard& rows) = 0;
+  // Held-out metrics, in eval mode and without a graph (the loop sets both). Over several
+  // processes each rank evaluates ranks.part() of the held-out data and ranks.sum() adds up the
+  // counts: every rank returns the same result.
+  virtual Evaluation evaluate(const Ranks& ranks) = 0;
+
+  // What, besides the loop's own options, shapes the run: the model's options, the task or the
+  // data, as JSON text under metadata keys (not "model_kind", "trainer" or "loop", which the
+  // loop writes). Saved in every checkpoint; a resume requires each entry to be identical.
+  virtual std::map<std::string, std::string> metadata() const = 0;
+};
+
+}  // namespace ag
