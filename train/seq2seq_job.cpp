@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "attograd/autograd/ops.h"
+#include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/trainer.h"
@@ -199,6 +200,16 @@ Evaluation Seq2SeqJob::evaluate(const Ranks& ranks) {
 std::map<std::string, std::string> Seq2SeqJob::metadata() const {
   return {{"model", seq2seq_options_to_json(model_.options())},
           {"task", seq2seq_task_options_to_json(task_.options())}};
+}
+
+Seq2SeqOptions seq2seq_options_from(const Checkpoint& ck) {
+  require_model_kind(ck, "seq2seq");
+  return parse_entry(ck, "model", seq2seq_options_from_json);
+}
+
+Seq2SeqTaskOptions seq2seq_task_options_from(const Checkpoint& ck) {
+  require_model_kind(ck, "seq2seq");
+  return parse_entry(ck, "task", seq2seq_task_options_from_json);
 }
 
 }  // namespace ag

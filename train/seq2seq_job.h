@@ -30,6 +30,7 @@
 #include "attograd/models/seq2seq_decode.h"
 #include "attograd/train/data/seq2seq_tasks.h"
 #include "attograd/train/data/sequence_tasks.h"
+#include "attograd/train/io/checkpoint.h"
 #include "attograd/train/job.h"
 
 namespace ag {
@@ -82,6 +83,11 @@ class Seq2SeqJob : public TrainingJob {
   std::vector<Seq2SeqBatch> held_out_;
   Seq2SeqMetrics last_;
 };
+
+// The model and task of an encoder-decoder's checkpoint: std::runtime_error naming the file
+// when it holds another kind of model or an entry is missing or invalid.
+Seq2SeqOptions seq2seq_options_from(const Checkpoint& checkpoint);
+Seq2SeqTaskOptions seq2seq_task_options_from(const Checkpoint& checkpoint);
 
 // The target content of row `row` of a batch: tgt_out up to (not including) its eos.
 std::vector<int64_t> target_of(const Seq2SeqBatch& batch, int64_t row);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "attograd/autograd/grad_mode.h"
+#include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/memory.h"
@@ -86,6 +87,7 @@ Evaluation SequenceJob::evaluate(const Ranks& ranks) {
     total = {.loss_sum = v[0], .tokens = static_cast<int64_t>(v[1]), .correct_tokens = static_cast<int64_t>(v[2]),
              .sequences = static_cast<int64_t>(v[3]), .correct_sequences = static_cast<int64_t>(v[4])};
   }
+  last_ = total;
   Evaluation e;
   e.loss = total.loss();
   e.token_acc = total.token_accuracy();
@@ -109,6 +111,16 @@ Indices SequenceJob::predict(const Indices& inputs) {
 std::map<std::string, std::string> SequenceJob::metadata() const {
   return {{"model", sequence_model_options_to_json(model_.options())},
           {"task", sequence_task_options_to_json(task_.options())}};
+}
+
+SequenceModelOptions sequence_model_options_from(const Checkpoint& ck) {
+  require_model_kind(ck, "sequence");
+  return parse_entry(ck, "model", sequence_model_options_from_json);
+}
+
+SequenceTaskOptions sequence_task_options_from(const Checkpoint& ck) {
+  require_model_kind(ck, "sequence");
+  return parse_entry(ck, "task", sequence_task_options_from_json);
 }
 
 }  // namespace ag

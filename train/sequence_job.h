@@ -22,6 +22,7 @@
 #include "attograd/core/indices.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/data/sequence_tasks.h"
+#include "attograd/train/io/checkpoint.h"
 #include "attograd/train/job.h"
 
 namespace ag {
@@ -40,6 +41,8 @@ class SequenceJob : public TrainingJob {
   Evaluation evaluate(const Ranks& ranks) override;
   std::map<std::string, std::string> metadata() const override;
 
+  // The last evaluation's counts, summed over processes.
+  const SequenceMetrics& last_metrics() const { return last_; }
   // Argmax predictions, inputs (B, T) -> (B, T), in eval mode.
   Indices predict(const Indices& inputs);
   const SequenceTask& task() const { return task_; }
@@ -51,6 +54,12 @@ class SequenceJob : public TrainingJob {
   SequenceTask eval_task_;  // the task with the evaluation batch size
   int64_t eval_sequences_;
   int64_t eval_rows_ = 1;   // held-out rows per forward pass
+  SequenceMetrics last_;
 };
+
+// The model and task of a toy tagger's checkpoint: std::runtime_error naming the file when it
+// holds another kind of model or an entry is missing or invalid.
+SequenceModelOptions sequence_model_options_from(const Checkpoint& checkpoint);
+SequenceTaskOptions sequence_task_options_from(const Checkpoint& checkpoint);
 
 }  // namespace ag
