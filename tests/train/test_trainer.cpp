@@ -1,4 +1,4 @@
-// Trainer: a model that can learn (one batch overfitted, a short reverse run to high held-out
+// The one training loop on the toy tagger's job (SequenceJob): a model that can learn (one batch overfitted, a short reverse run to high held-out
 // accuracy, both within a bounded number of steps), bit-exact resume, checkpoint round trips
 // and mismatches, the stopping rules, the metrics log, plot and progress outputs, and bad options.
 #include <cmath>
@@ -6,6 +6,7 @@
 
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/report/metrics_log.h"
+#include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
 #include "train_support.h"
@@ -24,8 +25,27 @@ SequenceModelOptions tiny_model(double dropout = 0.1, int64_t d_model = 16) {
 // Never stops early (target above 1): the runs below end at their budget.
 TrainerOptions tiny_trainer(int64_t steps) {
   return {.lr = 3e-3, .warmup_steps = 5, .schedule = LrDecay::cosine, .steps = steps, .eval_every = 5,
-          .eval_sequences = 64, .target_seq_acc = 2.0};
+          .target_seq_acc = 2.0};
 }
+
+// The toy tagger's job and the loop over it, built together as train_sequence builds them.
+struct ToyRun {
+  SequenceJob job;
+  Trainer trainer;
+
+  ToyRun(SequenceModel& model, const SequenceTaskOptions& task, const TrainerOptions& options, TrainerOutputs out = {},
+         int64_t eval_sequences = 64)
+      : job(model, task, eval_sequences), trainer(job, options, std::move(out)) {}
+
+  TrainSummary run() { return trainer.run(); }
+  StepResult train_step() { return trainer.train_step(); }
+  Evaluation evaluate() { return trainer.evaluate(); }
+  int64_t step() const { return trainer.step(); }
+  void request_stop() { trainer.request_stop(); }
+  void save_checkpoint(const std::string& path) const { trainer.save_checkpoint(path); }
+  void resume(const std::string& path) { trainer.resume(path); }
+  const Optimizer& optimizer() const { return trainer.optimizer(); }
+};
 
 std::vector<double> values_of(const StateDict& state) {
   std::vector<double> out;
@@ -74,17 +94,16 @@ BOOST_AUTO_TEST_CASE(a_short_reverse_run_reaches_high_exact_sequence_accuracy) {
   manual_seed(0);
   const SequenceTaskOptions task = {.kind = SequenceTaskKind::reverse, .vocab_size = 8, .seq_len = 8, .batch_size = 32, .seed = 0};
   SequenceModel model({.vocab = 8, .max_len = 8, .d_model = 32, .n_head = 4, .d_ff = 64, .n_layers = 2});
-  Trainer trainer(model, task,
-                  {.lr = 3e-3, .warmup_steps = 20, .steps = 300, .eval_every = 20, .eval_sequences = 256,
-                   .target_seq_acc = 0.99});
-  BOOST_TEST(trainer.evaluate().sequence_accuracy() < 0.05);  // the run below does the work
+  ToyRun trainer(model, task, {.lr = 3e-3, .warmup_steps = 20, .steps = 300, .eval_every = 20, .target_seq_acc = 0.99},
+                 {}, 256);
+  BOOST_TEST(trainer.evaluate().seq_acc < 0.05);  // the run below does the work
   const TrainSummary s = trainer.run();
   BOOST_TEST(s.reached_target);
   BOOST_TEST(s.steps < 300);
   BOOST_TEST(s.steps % 20 == 0);  // stopped at an evaluation
-  BOOST_TEST(s.eval.sequences == 256);
-  BOOST_TEST(s.eval.sequence_accuracy() >= 0.99);
-  BOOST_TEST(trainer.evaluate().sequence_accuracy() == s.eval.sequence_accuracy());
+  BOOST_TEST(trainer.job.last_metrics().sequences == 256);
+  BOOST_TEST(s.eval.seq_acc >= 0.99);
+  BOOST_TEST(trainer.evaluate().seq_acc == s.eval.seq_acc);
 }
 
 BOOST_AUTO_TEST_CASE(resume_continues_the_run_bit_for_bit) {
@@ -101,14 +120,14 @@ BOOST_AUTO_TEST_CASE(resume_continues_the_run_bit_for_bit) {
   TrainerOutputs a_out;
   a_out.log_path = dir.file("a.jsonl");
   a_out.on_step = [&](int64_t, double loss) { a_losses.push_back(loss); };
-  Trainer a(a_model, task, options, a_out);
+  ToyRun a(a_model, task, options, a_out);
   BOOST_TEST(a.run().steps == kSteps);
 
   // The same run, interrupted after update kStop.
   manual_seed(21);
   SequenceModel b_model(tiny_model());
   std::vector<double> b_losses;
-  Trainer* b_handle = nullptr;
+  ToyRun* b_handle = nullptr;
   TrainerOutputs b_out;
   b_out.checkpoint_path = dir.file("b.safetensors");
   b_out.log_path = dir.file("b.jsonl");
@@ -116,7 +135,7 @@ BOOST_AUTO_TEST_CASE(resume_continues_the_run_bit_for_bit) {
     b_losses.push_back(loss);
     if (step == kStop) b_handle->request_stop();
   };
-  Trainer b(b_model, task, options, b_out);
+  ToyRun b(b_model, task, options, b_out);
   b_handle = &b;
   const TrainSummary stopped = b.run();
   BOOST_TEST(stopped.interrupted);
@@ -133,7 +152,7 @@ BOOST_AUTO_TEST_CASE(resume_continues_the_run_bit_for_bit) {
   c_out.checkpoint_path = dir.file("b.safetensors");
   c_out.log_path = dir.file("b.jsonl");
   c_out.on_step = [&](int64_t, double loss) { c_losses.push_back(loss); };
-  Trainer c(c_model, task, options, c_out);
+  ToyRun c(c_model, task, options, c_out);
   c.resume(dir.file("b.safetensors"));
   BOOST_TEST(c.step() == kStop);
   const TrainSummary resumed = c.run();
@@ -170,17 +189,19 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_round_trip_gives_identical_outputs_and_state) 
   const std::string path = dir.file("ckpt.safetensors");
   manual_seed(31);
   SequenceModel a_model(tiny_model());
-  Trainer a(a_model, task, tiny_trainer(20));
+  ToyRun a(a_model, task, tiny_trainer(20));
   for (int i = 0; i < 7; ++i) a.train_step();
   a.save_checkpoint(path);
 
-  const CheckpointConfig config = read_checkpoint_config(path);
-  BOOST_TEST(config.step == 7);
-  BOOST_TEST(config.model.d_model == 16);
-  BOOST_TEST(config.model.dropout == 0.1);
-  BOOST_TEST(sequence_task_options_to_json(config.task) == sequence_task_options_to_json(task));
-  BOOST_TEST(trainer_options_to_json(config.trainer) == trainer_options_to_json(tiny_trainer(20)));
-  const CheckpointInfo info = read_checkpoint_info(path);
+  const Checkpoint ck = Checkpoint::open(path);
+  BOOST_TEST(checkpoint_step(ck) == 7);
+  BOOST_TEST(checkpoint_model_kind(ck.info()) == "sequence");
+  const SequenceModelOptions saved_model = sequence_model_options_from(ck);
+  BOOST_TEST(saved_model.d_model == 16);
+  BOOST_TEST(saved_model.dropout == 0.1);
+  BOOST_TEST(sequence_task_options_to_json(sequence_task_options_from(ck)) == sequence_task_options_to_json(task));
+  BOOST_TEST(trainer_options_to_json(resumed_trainer_options(ck, {})) == trainer_options_to_json(tiny_trainer(20)));
+  const CheckpointInfo& info = ck.info();
   BOOST_TEST(info.data_position == 7u);
   BOOST_TEST(info.rng_state.step == 7u);  // update 7 drew from step 7
   BOOST_TEST(info.optimizer == "Adam");
@@ -188,7 +209,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_round_trip_gives_identical_outputs_and_state) 
   manual_seed(32);  // a different initialisation: only the file can make the models agree
   SequenceModel b_model(tiny_model());
   BOOST_TEST(held_out_logits(b_model, task) != held_out_logits(a_model, task));
-  Trainer b(b_model, task, tiny_trainer(20));
+  ToyRun b(b_model, task, tiny_trainer(20));
   b.resume(path);
   BOOST_TEST(held_out_logits(b_model, task) == held_out_logits(a_model, task));
   BOOST_TEST(b.step() == 7);
@@ -202,7 +223,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_round_trip_gives_identical_outputs_and_state) 
 
   // The parameters alone load into a bare model (no trainer) as well.
   manual_seed(33);
-  SequenceModel c_model(config.model);
+  SequenceModel c_model(saved_model);
   load_checkpoint(path, c_model.named_parameters());
   BOOST_TEST(held_out_logits(c_model, task) == held_out_logits(a_model, task));
 }
@@ -213,13 +234,13 @@ BOOST_AUTO_TEST_CASE(resume_rejects_a_checkpoint_of_another_run_and_changes_noth
   const std::string path = dir.file("ckpt.safetensors");
   manual_seed(41);
   SequenceModel saved_model(tiny_model());
-  Trainer saved(saved_model, task, tiny_trainer(20));
+  ToyRun saved(saved_model, task, tiny_trainer(20));
   saved.train_step();
   saved.save_checkpoint(path);
 
   manual_seed(42);
   SequenceModel wider(tiny_model(0.1, 8));
-  Trainer t_wider(wider, task, tiny_trainer(20));
+  ToyRun t_wider(wider, task, tiny_trainer(20));
   const std::vector<double> before = values_of(wider.state_dict());
   AG_CHECK_THROWS_WITH(t_wider.resume(path), std::runtime_error, path, "model", "\"d_model\":16", "\"d_model\":8");
   BOOST_TEST(values_of(wider.state_dict()) == before);
@@ -228,18 +249,18 @@ BOOST_AUTO_TEST_CASE(resume_rejects_a_checkpoint_of_another_run_and_changes_noth
   SequenceModel same(tiny_model());
   SequenceTaskOptions other_seed = task;
   other_seed.seed = 4;
-  Trainer t_task(same, other_seed, tiny_trainer(20));
+  ToyRun t_task(same, other_seed, tiny_trainer(20));
   AG_CHECK_THROWS_WITH(t_task.resume(path), std::runtime_error, path, "task", "\"seed\":3");
   TrainerOptions other_lr = tiny_trainer(20);
   other_lr.lr = 1e-3;
-  Trainer t_lr(same, task, other_lr);
+  ToyRun t_lr(same, task, other_lr);
   AG_CHECK_THROWS_WITH(t_lr.resume(path), std::runtime_error, path, "trainer", "\"lr\":0.001");
 
   // A checkpoint written without the trainer's metadata.
   const std::string bare = dir.file("bare.safetensors");
   save_checkpoint(bare, same.named_parameters(), {}, default_generator().state(), 0);
-  AG_CHECK_THROWS_WITH(t_lr.resume(bare), std::runtime_error, bare, "no 'model'");
-  AG_CHECK_THROWS_WITH(read_checkpoint_config(bare), std::runtime_error, bare, "no 'model'");
+  AG_CHECK_THROWS_WITH(t_lr.resume(bare), std::runtime_error, bare, "no model kind");
+  AG_CHECK_THROWS_WITH(sequence_model_options_from(Checkpoint::open(bare)), std::runtime_error, bare, "no model kind");
   AG_CHECK_THROWS_WITH(t_lr.resume(dir.file("absent.safetensors")), std::runtime_error, "absent.safetensors");
 }
 
@@ -254,12 +275,12 @@ BOOST_AUTO_TEST_CASE(run_stops_at_the_budget_evaluating_logging_plotting_and_sav
   out.log_path = dir.file("run.jsonl");
   out.plot_path = dir.file("run.svg");
   out.plot_title = "tiny reverse";
-  Trainer trainer(model, tiny_task(), tiny_trainer(12), out);
+  ToyRun trainer(model, tiny_task(), tiny_trainer(12), out);
   const TrainSummary s = trainer.run();
   BOOST_TEST(s.steps == 12);
   BOOST_TEST(!s.reached_target);
   BOOST_TEST(!s.interrupted);
-  BOOST_TEST(s.eval.sequences == 64);
+  BOOST_TEST(trainer.job.last_metrics().sequences == 64);
   BOOST_TEST(s.tokens_per_s > 0);
 
   const std::vector<MetricsRow> rows = read_metrics_log(dir.file("run.jsonl"));
@@ -268,8 +289,8 @@ BOOST_AUTO_TEST_CASE(run_stops_at_the_budget_evaluating_logging_plotting_and_sav
   BOOST_TEST(rows[1].step == 5);
   BOOST_TEST(rows[2].step == 10);
   BOOST_TEST(rows[3].step == 12);
-  BOOST_TEST(rows[3].eval_loss == s.eval.loss());
-  BOOST_TEST(rows[3].seq_acc == s.eval.sequence_accuracy());
+  BOOST_TEST(rows[3].eval_loss == s.eval.loss);
+  BOOST_TEST(rows[3].seq_acc == s.eval.seq_acc);
   BOOST_TEST(rows[2].lr == LrSchedule({.lr = 3e-3, .warmup_steps = 5, .total_steps = 12, .decay = LrDecay::cosine}).at(9));
   // Before any update there is no training loss, rate or gradient; the held-out loss of an
   // untrained model is about ln 6.
@@ -283,7 +304,7 @@ BOOST_AUTO_TEST_CASE(run_stops_at_the_budget_evaluating_logging_plotting_and_sav
   const std::string svg = slurp(dir.file("run.svg"));
   BOOST_TEST(svg.find("<svg") != std::string::npos);
   BOOST_TEST(svg.find("tiny reverse") != std::string::npos);
-  BOOST_TEST(read_checkpoint_config(dir.file("run.safetensors")).step == 12);
+  BOOST_TEST(checkpoint_step(Checkpoint::open(dir.file("run.safetensors"))) == 12);
 
   // Not a terminal: one plain line per evaluation period and one for the last step.
   const std::string text = progress.str();
@@ -296,7 +317,7 @@ BOOST_AUTO_TEST_CASE(run_stops_at_the_budget_evaluating_logging_plotting_and_sav
   // Nothing left to train: run() reports where the run stands.
   const TrainSummary again = trainer.run();
   BOOST_TEST(again.steps_this_run == 0);
-  BOOST_TEST(again.eval.sequence_accuracy() == s.eval.sequence_accuracy());
+  BOOST_TEST(again.eval.seq_acc == s.eval.seq_acc);
 }
 
 BOOST_AUTO_TEST_CASE(each_update_follows_the_schedule_and_claims_its_own_random_step) {
@@ -304,7 +325,7 @@ BOOST_AUTO_TEST_CASE(each_update_follows_the_schedule_and_claims_its_own_random_
   SequenceModel model(tiny_model());
   TrainerOptions options = tiny_trainer(10);
   options.clip_norm = 0.05;  // small enough to bite
-  Trainer trainer(model, tiny_task(), options);
+  ToyRun trainer(model, tiny_task(), options);
   const LrSchedule schedule({.lr = 3e-3, .warmup_steps = 5, .total_steps = 10, .decay = LrDecay::cosine});
   for (int64_t i = 0; i < 4; ++i) {
     const StepResult r = trainer.train_step();
@@ -319,23 +340,24 @@ BOOST_AUTO_TEST_CASE(each_update_follows_the_schedule_and_claims_its_own_random_
 BOOST_AUTO_TEST_CASE(evaluation_counts_exactly_the_requested_sequences_and_keeps_the_mode) {
   manual_seed(71);
   SequenceModel model(tiny_model(0.5));
-  TrainerOptions options = tiny_trainer(10);
-  options.eval_sequences = 300;  // one full batch of 256 and part of the next
-  Trainer trainer(model, tiny_task(), options);
+  // 300: one full batch of 256 and part of the next
+  ToyRun trainer(model, tiny_task(), tiny_trainer(10), {}, 300);
   model.train();
-  const SequenceMetrics m = trainer.evaluate();
+  const Evaluation e = trainer.evaluate();
+  const SequenceMetrics m = trainer.job.last_metrics();
   BOOST_TEST(m.sequences == 300);
   BOOST_TEST(m.tokens == 300 * 6);
+  BOOST_TEST(e.loss == m.loss());
   BOOST_TEST(model.is_training());
-  BOOST_TEST(trainer.evaluate().loss() == m.loss());  // eval mode: no dropout, no randomness
-  const Indices p = trainer.predict(SequenceTask(tiny_task()).eval_batch(0).inputs);
+  BOOST_TEST(trainer.evaluate().loss == m.loss());  // eval mode: no dropout, no randomness
+  const Indices p = trainer.job.predict(SequenceTask(tiny_task()).eval_batch(0).inputs);
   BOOST_TEST(p.shape == Shape({16, 6}));
 }
 
 BOOST_AUTO_TEST_CASE(a_non_finite_loss_stops_training_before_the_update) {
   manual_seed(81);
   SequenceModel model(tiny_model());
-  Trainer trainer(model, tiny_task(), tiny_trainer(10));
+  ToyRun trainer(model, tiny_task(), tiny_trainer(10));
   Variable bias = model.head().bias();
   bias.mutable_value().fill_(std::nan(""));
   const std::vector<double> before = model.embed().weight().value().to_vector();
@@ -352,7 +374,7 @@ BOOST_AUTO_TEST_CASE(every_optimizer_kind_trains) {
     options.optimizer = kind;
     options.weight_decay = 0.01;
     options.lr = kind == OptimizerKind::sgd ? 0.1 : 3e-3;
-    Trainer trainer(model, tiny_task(), options);
+    ToyRun trainer(model, tiny_task(), options);
     const std::string expected = kind == OptimizerKind::sgd ? "SGD" : kind == OptimizerKind::adam ? "Adam" : "AdamW";
     BOOST_TEST(trainer.optimizer().name() == expected);
     const std::vector<double> before = values_of(model.state_dict());
@@ -368,10 +390,10 @@ BOOST_AUTO_TEST_CASE(the_thread_count_is_set_explicitly) {
   SequenceModel model(tiny_model());
   TrainerOptions options = tiny_trainer(10);
   options.threads = 2;
-  { Trainer trainer(model, tiny_task(), options); }
+  { ToyRun trainer(model, tiny_task(), options); }
   BOOST_TEST(num_threads() == 2);
   options.threads = 1;
-  { Trainer trainer(model, tiny_task(), options); }
+  { ToyRun trainer(model, tiny_task(), options); }
   BOOST_TEST(num_threads() == 1);
 }
 
@@ -383,26 +405,26 @@ BOOST_AUTO_TEST_CASE(bad_options_name_the_option_and_its_value) {
     change(o);
     return o;
   };
-  AG_CHECK_THROWS_WITH(Trainer(model, tiny_task(), with([](auto& o) { o.lr = 0; })), std::invalid_argument, "lr");
-  AG_CHECK_THROWS_WITH(Trainer(model, tiny_task(), with([](auto& o) { o.warmup_steps = 10; })), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), with([](auto& o) { o.lr = 0; })), std::invalid_argument, "lr");
+  AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), with([](auto& o) { o.warmup_steps = 10; })), std::invalid_argument,
                        "warmup_steps 10", "steps 10", "cosine");
-  AG_CHECK_THROWS_WITH(Trainer(model, tiny_task(), with([](auto& o) { o.eval_every = 0; })), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), with([](auto& o) { o.eval_every = 0; })), std::invalid_argument,
                        "eval_every", "0");
-  AG_CHECK_THROWS_WITH(Trainer(model, tiny_task(), with([](auto& o) { o.threads = 0; })), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), with([](auto& o) { o.threads = 0; })), std::invalid_argument,
                        "threads", "0");
-  AG_CHECK_THROWS_WITH(Trainer(model, tiny_task(), with([](auto& o) { o.clip_norm = -1; })), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), with([](auto& o) { o.clip_norm = -1; })), std::invalid_argument,
                        "clip_norm");
-  AG_CHECK_THROWS_WITH(Trainer(model, tiny_task(), with([](auto& o) { o.momentum = 1; })), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), with([](auto& o) { o.momentum = 1; })), std::invalid_argument,
                        "momentum");
   SequenceTaskOptions longer = tiny_task();
   longer.seq_len = 7;
-  AG_CHECK_THROWS_WITH(Trainer(model, longer, tiny_trainer(10)), std::invalid_argument, "max_len 6", "seq_len 7");
+  AG_CHECK_THROWS_WITH(ToyRun(model, longer, tiny_trainer(10)), std::invalid_argument, "max_len 6", "seq_len 7");
   SequenceTaskOptions bigger_vocab = tiny_task();
   bigger_vocab.vocab_size = 7;
-  AG_CHECK_THROWS_WITH(Trainer(model, bigger_vocab, tiny_trainer(10)), std::invalid_argument, "vocab 6", "vocab 7");
+  AG_CHECK_THROWS_WITH(ToyRun(model, bigger_vocab, tiny_trainer(10)), std::invalid_argument, "vocab 6", "vocab 7");
   TrainerOutputs plot_only;
   plot_only.plot_path = "x.svg";
-  AG_CHECK_THROWS_WITH(Trainer(model, tiny_task(), tiny_trainer(10), plot_only), std::logic_error,
+  AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), tiny_trainer(10), plot_only), std::logic_error,
                        "x.svg", "log_path");
 }
 
