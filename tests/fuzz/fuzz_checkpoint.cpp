@@ -1,9 +1,10 @@
 // libFuzzer target: the checkpoint loader, the way examples/train_sequence.cpp resumes a run
 // (docs/fuzzing.md):
 //
-//   config = read_checkpoint_config(path)          model, task and trainer options from metadata
-//   SequenceModel model(config.model); Trainer trainer(model, config.task, config.trainer);
-//   trainer.resume(path)                           parameters, optimizer state, RNG, loop state
+//   ck = Checkpoint::open(path)                    the one read: checksums, header, metadata
+//   model, task and trainer options from ck's metadata
+//   SequenceModel model(...); SequenceJob job(model, task); Trainer trainer(job, options);
+//   trainer.resume(ck)                             parameters, optimizer state, RNG, loop state
 //
 // The loader takes a path, so each input is written to a scratch file first (fuzz_support.h).
 // Any std::exception is an expected outcome; a crash, a sanitizer report, a leak or a hang
@@ -24,6 +25,7 @@
 #include <string>
 #include <string_view>
 
+#include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 #include "fuzz_support.h"
 
@@ -57,14 +59,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string& path = ag::fuzz::scratch_path("checkpoint");
   ag::fuzz::write_scratch(path, std::string_view(reinterpret_cast<const char*>(data), size));
   try {
-    const ag::CheckpointConfig config = ag::read_checkpoint_config(path);
-    if (too_large_to_build(config.model, size)) return -1;
-    ag::SequenceModel model(config.model);
-    ag::Trainer trainer(model, config.task, config.trainer);
-    trainer.resume(path);
-    if (trainer.step() != config.step) {
+    const ag::Checkpoint ck = ag::Checkpoint::open(path);
+    const ag::SequenceModelOptions model_options = ag::sequence_model_options_from(ck);
+    const ag::SequenceTaskOptions task = ag::sequence_task_options_from(ck);
+    const ag::TrainerOptions options = ag::resumed_trainer_options(ck, {});
+    const int64_t step = ag::checkpoint_step(ck);
+    if (too_large_to_build(model_options, size)) return -1;
+    ag::SequenceModel model(model_options);
+    ag::SequenceJob job(model, task);
+    ag::Trainer trainer(job, options);
+    trainer.resume(ck);
+    if (trainer.step() != step) {
       ag::fuzz::finding("resume() reached step " + std::to_string(trainer.step()) + ", the configuration says " +
-                        std::to_string(config.step));
+                        std::to_string(step));
     }
   } catch (const std::exception&) {
     // refused, with a message: the expected outcome for a damaged checkpoint

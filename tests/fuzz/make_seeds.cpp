@@ -4,7 +4,7 @@
 //   make_fuzz_seeds tests/fuzz/corpus
 //     corpus/safetensors/   F32, F64 and I64 tensors, metadata, an empty tensor, a scalar, a
 //                           file without tensors, a file without checksums
-//     corpus/checkpoint/    sgd_1_update: a real checkpoint of a tiny Trainer run (d_model 8,
+//     corpus/checkpoint/    sgd_1_update: a real checkpoint of a tiny toy-tagger run (d_model 8,
 //                           one layer, vocab 4, length 4; SGD with momentum, sinusoidal
 //                           positions, post-norm) after 1 update
 //
@@ -29,6 +29,7 @@
 
 #include "attograd/core/rng.h"
 #include "attograd/train/io/safetensors.h"
+#include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 
 namespace {
@@ -110,7 +111,8 @@ void write_checkpoint(const fs::path& path, const SequenceModelOptions& model_op
                       const TrainerOptions& options, int updates) {
   manual_seed(1);
   SequenceModel model(model_options);
-  Trainer trainer(model, task, options);
+  SequenceJob job(model, task);
+  Trainer trainer(job, options);
   for (int i = 0; i < updates; ++i) trainer.train_step();
   trainer.save_checkpoint(path.string());
 }
