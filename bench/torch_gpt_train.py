@@ -7,7 +7,7 @@ with Debian's /usr/bin/python3, PyTorch 1.13).
   /usr/bin/python3 bench/torch_gpt_train.py                         # train_gpt's defaults
   /usr/bin/python3 bench/torch_gpt_train.py --steps 20 --eval-every 10 --json
 
-What is the same as train_gpt (train/text.h, train/gpt_trainer.h, examples/train_gpt_cli.h):
+What is the same as train_gpt (train/data/text.h, train/gpt_job.h, train/trainer.h, examples/train_gpt_cli.h):
   * corpus: every regular file (not a symlink, not *.dat) directly under
     /usr/share/games/fortunes, in sorted path order, each with its lines that are exactly "%"
     removed, joined by "\\n"; or the bytes of --data;

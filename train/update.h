@@ -1,5 +1,5 @@
-// One checked optimizer update, the step both trainers (Trainer, GPTTrainer) take after their
-// forward pass:
+// One checked optimizer update, the step the training loop (train/trainer.h) takes after the
+// job's forward pass:
 //
 //   const StepResult r = checked_update(loss, params, optimizer, lr, guard, update);
 //
@@ -38,7 +38,7 @@ struct StepResult {
 
 // What a divergence message says about the run, and the run's starting loss.
 struct DivergenceGuard {
-  std::string trainer;          // "Trainer", "GPTTrainer": the message's first word
+  std::string trainer;          // "Trainer (gpt)": the message's first words
   double peak_lr = 0;           // the configured learning rate, clip norm and warm-up
   double clip_norm = 0;
   int64_t warmup_steps = 0;
