@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 # nlohmann-json (header-only both); python3-numpy only for the test that reads a checkpoint with
 # an independent reader (never needed at run time).
 # fortunes: the default text corpus of the language model (train_gpt), plain text under
-# /usr/share/games/fortunes/. OpenMPI: data-parallel runs under mpirun (train/communicator.h;
+# /usr/share/games/fortunes/. OpenMPI: data-parallel runs under mpirun (train/dist/communicator.h;
 # a build without it works, meson -Dmpi=disabled).
 packages=(g++ meson ninja-build pkg-config libopenblas-dev libboost-test-dev libcli11-dev nlohmann-json3-dev
           python3 python3-numpy fortunes libopenmpi-dev openmpi-bin)

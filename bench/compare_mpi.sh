@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Data parallelism on this machine: full training steps of one configuration (default medium)
 # with the same global batch, as 1 process x 1 thread, 1 process x 2 threads and 2 processes x 1
-# thread (mpirun, train/data_parallel.h). Processes interleaved, several each, medians of their
+# thread (mpirun, train/dist/data_parallel.h). Processes interleaved, several each, medians of their
 # median step times, tokens/s, and for the 2-process runs the share of backward during which a
 # gradient sum was in flight and the time waited for the sums after backward.
 #

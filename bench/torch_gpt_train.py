@@ -71,7 +71,7 @@ def parse_args():
 
 
 def drop_separator_lines(data):
-    """The bytes with every line that is exactly b"%" left out (train/text.cpp)."""
+    """The bytes with every line that is exactly b"%" left out (train/data/text.cpp)."""
     lines = data.split(b"\n")
     out = [line + b"\n" for line in lines[:-1] if line != b"%"]
     if lines[-1] not in (b"", b"%"):  # a last line without a newline
@@ -106,7 +106,7 @@ def lr_at(step, a):
 
 
 def eval_starts(n_val, block, batch, max_windows):
-    """train/text.cpp eval_batches: evenly spaced starts, the first at 0, the last at the end."""
+    """train/data/text.cpp eval_batches: evenly spaced starts, the first at 0, the last at the end."""
     last_start = n_val - block - 1
     windows = min(max_windows, last_start + 1)
     if windows >= batch:

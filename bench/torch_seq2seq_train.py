@@ -408,7 +408,7 @@ def main():
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=a.weight_decay)
     train_rng = np.random.default_rng(a.seed)
-    # The held-out set does not move with --seed (attograd's eval_seed default, train/tasks.h).
+    # The held-out set does not move with --seed (attograd's eval_seed default, train/data/sequence_tasks.h).
     held_out = task.examples(np.random.default_rng(EVAL_SEED), a.eval_sequences)
 
     def evaluate():

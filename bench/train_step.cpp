@@ -6,7 +6,7 @@
 //   build/bench/train_step --config small [--threads 2] [--steps 20] [--warmup 3] [--json] [--profile]
 //   build/bench/train_step --config large --gemm-only    the step's matrix products alone
 //   mpirun -np 2 build/bench/train_step --config medium --threads 1   data parallel: the same
-//       global batch split over the ranks (train/data_parallel.h); rank 0 reports, with the
+//       global batch split over the ranks (train/dist/data_parallel.h); rank 0 reports, with the
 //       share of backward during which a gradient sum was in flight (bench/compare_mpi.sh)
 //
 // --gemm-only times just the matrix products of one step (every Linear's forward, input- and

@@ -1,6 +1,6 @@
 // Variable::set_grad_ready_hook: a leaf's hook runs once per backward pass, after the last
 // gradient of that pass has been added, while nodes further down the graph have not run yet.
-// Data-parallel training (train/data_parallel.h) starts its gradient sums there.
+// Data-parallel training (train/dist/data_parallel.h) starts its gradient sums there.
 #include <string>
 #include <vector>
 

@@ -1,6 +1,6 @@
 // libFuzzer target: ag::parse_safetensors on arbitrary bytes (docs/fuzzing.md).
 //
-// The reader promises (train/safetensors.h) that bad input is an exception, never a crash, an
+// The reader promises (train/io/safetensors.h) that bad input is an exception, never a crash, an
 // out-of-bounds read, a leak or an allocation sized by an unchecked header field. Any
 // std::exception is therefore an expected outcome. What the input is accepted as is checked
 // too, because a reader can fail quietly as well as loudly:

@@ -1,5 +1,5 @@
 // JSON behind safetensors headers, checkpoint metadata and metrics logs: nlohmann-json with the
-// guarantees of train/json_text.h (strict text, duplicate keys and deep nesting refused, exact
+// guarantees of train/io/json_text.h (strict text, duplicate keys and deep nesting refused, exact
 // integers, round-tripping doubles, non-finite numbers written as null).
 #include <cmath>
 #include <limits>

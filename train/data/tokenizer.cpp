@@ -1,4 +1,4 @@
-// The tokenizers of train/text.h: character-level (UTF-8 code points, validated strictly) and
+// The tokenizers of train/data/text.h: character-level (UTF-8 code points, validated strictly) and
 // byte-level, and their JSON description for checkpoints.
 #include "attograd/train/data/text.h"
 
