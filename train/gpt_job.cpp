@@ -40,29 +40,12 @@ std::string data_json(const GPTJobOptions& o, const std::vector<int64_t>& tokens
 GPTJobOptions data_options_from_json(const std::string& text, const GPTJobOptions& base) {
   const std::string op = "gpt data options: ";
   const Json j = parse_options_object(text, {"batch", "seed", "train_fraction", "tokens", "crc32c"}, op);
-  const auto field = [&](const char* key) -> const Json& {
-    const auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
-    return *it;
-  };
-  const auto wrong = [&](const char* key, const char* type) {
-    return std::invalid_argument(op + "\"" + key + "\" must be " + type + ", got " + field(key).dump());
-  };
+  const OptionFields f{j, op, text};
   GPTJobOptions o = base;
-  const std::optional<int64_t> batch = json_int64(field("batch"));
-  if (!batch) throw wrong("batch", "an integer");
-  o.batch = *batch;
-  // The seed is a full uint64 (nlohmann keeps non-negative integers as such).
-  if (!field("seed").is_number_unsigned()) throw wrong("seed", "an unsigned integer");
-  o.seed = field("seed").get<uint64_t>();
-  if (!field("train_fraction").is_number()) throw wrong("train_fraction", "a number");
-  o.train_fraction = field("train_fraction").get<double>();
-  try {
-    validate(o);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(op + e.what());
-  }
-  return o;
+  o.batch = f.integer("batch");
+  o.seed = f.unsigned_integer("seed");  // a full uint64 (nlohmann keeps non-negative integers as such)
+  o.train_fraction = f.number("train_fraction");
+  return validated(o, op);
 }
 
 }  // namespace
@@ -170,8 +153,8 @@ std::map<std::string, std::string> GPTJob::metadata() const {
 }
 
 GPTJobOptions gpt_job_options_from(const Checkpoint& ck, const GPTJobOptions& base) {
-  require_model_kind(ck, "gpt");
-  return parse_entry(ck, "data", [&](const std::string& s) { return data_options_from_json(s, base); });
+  return parse_entry(require_model_kind(ck, "gpt"), "data",
+                     [&](const std::string& s) { return data_options_from_json(s, base); });
 }
 
 GPTOptions gpt_options_from(const Checkpoint& ck) {
@@ -187,8 +170,7 @@ GPTOptions gpt_options_from(const Checkpoint& ck) {
 }
 
 Tokenizer gpt_tokenizer_from(const Checkpoint& ck) {
-  require_model_kind(ck, "gpt");
-  return parse_entry(ck, "tokenizer", Tokenizer::from_json);
+  return parse_entry(require_model_kind(ck, "gpt"), "tokenizer", Tokenizer::from_json);
 }
 
 LoadedGPT load_gpt_checkpoint(const Checkpoint& ck) {

@@ -203,13 +203,11 @@ std::map<std::string, std::string> Seq2SeqJob::metadata() const {
 }
 
 Seq2SeqOptions seq2seq_options_from(const Checkpoint& ck) {
-  require_model_kind(ck, "seq2seq");
-  return parse_entry(ck, "model", seq2seq_options_from_json);
+  return parse_entry(require_model_kind(ck, "seq2seq"), "model", seq2seq_options_from_json);
 }
 
 Seq2SeqTaskOptions seq2seq_task_options_from(const Checkpoint& ck) {
-  require_model_kind(ck, "seq2seq");
-  return parse_entry(ck, "task", seq2seq_task_options_from_json);
+  return parse_entry(require_model_kind(ck, "seq2seq"), "task", seq2seq_task_options_from_json);
 }
 
 }  // namespace ag

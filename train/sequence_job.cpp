@@ -114,13 +114,11 @@ std::map<std::string, std::string> SequenceJob::metadata() const {
 }
 
 SequenceModelOptions sequence_model_options_from(const Checkpoint& ck) {
-  require_model_kind(ck, "sequence");
-  return parse_entry(ck, "model", sequence_model_options_from_json);
+  return parse_entry(require_model_kind(ck, "sequence"), "model", sequence_model_options_from_json);
 }
 
 SequenceTaskOptions sequence_task_options_from(const Checkpoint& ck) {
-  require_model_kind(ck, "sequence");
-  return parse_entry(ck, "task", sequence_task_options_from_json);
+  return parse_entry(require_model_kind(ck, "sequence"), "task", sequence_task_options_from_json);
 }
 
 }  // namespace ag

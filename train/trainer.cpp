@@ -83,9 +83,9 @@ std::string checkpoint_model_kind(const CheckpointInfo& info) {
   return "unknown";
 }
 
-void require_model_kind(const Checkpoint& ck, const std::string& kind) {
+const Checkpoint& require_model_kind(const Checkpoint& ck, const std::string& kind) {
   const std::string found = checkpoint_model_kind(ck.info());
-  if (found == kind) return;
+  if (found == kind) return ck;
   const std::string holds = found == "unknown" ? "no model kind marker (\"model_kind\")" : written_by(found);
   throw std::runtime_error("checkpoint '" + ck.path() + "' holds " + holds + ", not " + written_by(kind));
 }

@@ -96,7 +96,8 @@ TrainerOptions trainer_options_from_json(const std::string& json, const TrainerO
 std::string checkpoint_model_kind(const CheckpointInfo& info);
 // std::runtime_error naming the file, what it holds and the program that wrote it, unless the
 // checkpoint's kind is `kind`.
-void require_model_kind(const Checkpoint& checkpoint, const std::string& kind);
+// Returns the checkpoint, for chaining: parse_entry(require_model_kind(ck, "gpt"), "model", ...).
+const Checkpoint& require_model_kind(const Checkpoint& checkpoint, const std::string& kind);
 
 // The options of a resumed run, decided in this one place for every program: the trajectory
 // from the checkpoint, what only observes the run (evaluation cadence, target, threads,

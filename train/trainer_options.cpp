@@ -88,37 +88,17 @@ TrainerOptions trainer_options_from_json(const std::string& text, const TrainerO
                                       {"optimizer", "lr", "min_lr", "weight_decay", "momentum", "warmup_steps",
                                        "schedule", "steps", "clip_norm"},
                                       op);
-  const auto field = [&](const char* key) -> const Json& {
-    const auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
-    return *it;
-  };
-  const auto wrong = [&](const char* key, const char* type) {
-    return std::invalid_argument(op + "\"" + key + "\" must be " + type + ", got " + field(key).dump());
-  };
-  const auto real = [&](const char* key) {
-    if (!field(key).is_number()) throw wrong(key, "a number");
-    return field(key).get<double>();
-  };
-  const auto integer = [&](const char* key) {
-    const std::optional<int64_t> v = json_int64(field(key));
-    if (!v) throw wrong(key, "an integer");
-    return *v;
-  };
-  const auto text_of = [&](const char* key) {
-    if (!field(key).is_string()) throw wrong(key, "a string");
-    return field(key).get<std::string>();
-  };
+  const OptionFields f{j, op, text};
   TrainerOptions o = base;
-  o.optimizer = parse_optimizer_kind(text_of("optimizer"));
-  o.lr = real("lr");
-  o.min_lr = real("min_lr");
-  o.weight_decay = real("weight_decay");
-  o.momentum = real("momentum");
-  o.warmup_steps = integer("warmup_steps");
-  o.schedule = parse_lr_decay(text_of("schedule"));
-  o.steps = integer("steps");
-  o.clip_norm = real("clip_norm");
+  o.optimizer = parse_optimizer_kind(f.string("optimizer"));
+  o.lr = f.number("lr");
+  o.min_lr = f.number("min_lr");
+  o.weight_decay = f.number("weight_decay");
+  o.momentum = f.number("momentum");
+  o.warmup_steps = f.integer("warmup_steps");
+  o.schedule = parse_lr_decay(f.string("schedule"));
+  o.steps = f.integer("steps");
+  o.clip_norm = f.number("clip_norm");
   validate(o);
   return o;
 }

@@ -20,28 +20,14 @@ std::string loop_state_to_json(const LoopState& s) {
 LoopState loop_state_from_json(const std::string& text) {
   // first_loss is absent from checkpoints written before it was saved.
   const Json j = parse_options_object(text, {"step", "window_loss_sum", "window_steps", "elapsed_s", "first_loss"}, "");
-  const auto field = [&](const char* key) -> const Json& {
-    const auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(std::string("missing \"") + key + "\" in " + text);
-    return *it;
-  };
-  const auto integer = [&](const char* key) {
-    const std::optional<int64_t> v = json_int64(field(key));
-    if (!v) throw std::invalid_argument(std::string("\"") + key + "\" must be an integer, got " + field(key).dump());
-    return *v;
-  };
-  const auto real = [&](const char* key) {
-    if (!field(key).is_number()) {
-      throw std::invalid_argument(std::string("\"") + key + "\" must be a number, got " + field(key).dump());
-    }
-    return field(key).get<double>();
-  };
+  const std::string op;
+  const OptionFields f{j, op, text};
   LoopState s;
-  s.step = integer("step");
-  s.window_loss_sum = real("window_loss_sum");
-  s.window_steps = integer("window_steps");
-  s.elapsed_s = real("elapsed_s");
-  if (j.contains("first_loss")) s.first_loss = real("first_loss");
+  s.step = f.integer("step");
+  s.window_loss_sum = f.number("window_loss_sum");
+  s.window_steps = f.integer("window_steps");
+  s.elapsed_s = f.number("elapsed_s");
+  if (j.contains("first_loss")) s.first_loss = f.number("first_loss");
   if (!(s.first_loss >= 0 && std::isfinite(s.first_loss))) {
     throw std::invalid_argument("first_loss " + format_number(s.first_loss) + " is not a finite loss");
   }

@@ -56,6 +56,57 @@ const char* json_type_name(const Json& value);
 Json parse_options_object(const std::string& text, std::initializer_list<std::string_view> known,
                           const std::string& op);
 
+// The typed fields of one parsed options object, each error (std::invalid_argument) naming the
+// caller `op`, the key and the value found:
+//   const OptionFields f{j, op, text};
+//   o.lr = f.number("lr");  o.steps = f.integer("steps");  o.name = f.string("name");
+struct OptionFields {
+  const Json& j;
+  const std::string& op;
+  const std::string& text;
+
+  const Json& field(const char* key) const {
+    const auto it = j.find(key);
+    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
+    return *it;
+  }
+  bool has(const char* key) const { return j.contains(key); }
+  int64_t integer(const char* key) const {
+    const Json& v = field(key);
+    const std::optional<int64_t> i = json_int64(v);
+    if (!i) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
+    return *i;
+  }
+  const Json& typed(const char* key, bool ok(const Json&), const char* what) const {
+    const Json& v = field(key);
+    if (!ok(v)) throw std::invalid_argument(op + "\"" + key + "\" must be " + what + ", got " + v.dump());
+    return v;
+  }
+  bool boolean(const char* key) const {
+    return typed(key, [](const Json& v) { return v.is_boolean(); }, "a boolean").get<bool>();
+  }
+  double number(const char* key) const {
+    return typed(key, [](const Json& v) { return v.is_number(); }, "a number").get<double>();
+  }
+  std::string string(const char* key) const {
+    return typed(key, [](const Json& v) { return v.is_string(); }, "a string").get<std::string>();
+  }
+  uint64_t unsigned_integer(const char* key) const {
+    return typed(key, [](const Json& v) { return v.is_number_unsigned(); }, "an unsigned integer").get<uint64_t>();
+  }
+};
+
+// Validates options parsed by `op` with their own validate(), prefixing its message with `op`.
+template <typename Options>
+Options validated(Options o, const std::string& op) {
+  try {
+    validate(o);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(op + e.what());
+  }
+  return o;
+}
+
 // Seeds are uint64: written as an integer when it fits JSON readers' int64, as a decimal string
 // otherwise; read back from either (std::invalid_argument starting with `op`, naming `key`).
 OrderedJson seed_json(uint64_t seed);

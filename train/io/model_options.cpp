@@ -7,42 +7,6 @@
 
 namespace ag {
 
-namespace {
-
-// The typed fields of one options object, each error naming the caller, the key and the value.
-struct OptionFields {
-  const Json& j;
-  const std::string& op;
-  const std::string& text;
-
-  const Json& field(const char* key) const {
-    const auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
-    return *it;
-  }
-  int64_t integer(const char* key) const {
-    const Json& v = field(key);
-    const std::optional<int64_t> i = json_int64(v);
-    if (!i) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
-    return *i;
-  }
-  const Json& typed(const char* key, bool ok(const Json&), const char* what) const {
-    const Json& v = field(key);
-    if (!ok(v)) throw std::invalid_argument(op + "\"" + key + "\" must be " + what + ", got " + v.dump());
-    return v;
-  }
-  bool boolean(const char* key) const {
-    return typed(key, [](const Json& v) { return v.is_boolean(); }, "a boolean").get<bool>();
-  }
-  double number(const char* key) const {
-    return typed(key, [](const Json& v) { return v.is_number(); }, "a number").get<double>();
-  }
-  std::string string(const char* key) const {
-    return typed(key, [](const Json& v) { return v.is_string(); }, "a string").get<std::string>();
-  }
-};
-
-}  // namespace
 
 std::string sequence_model_options_to_json(const SequenceModelOptions& o) {
   const OrderedJson j = {
@@ -93,12 +57,7 @@ GPTOptions gpt_options_from_json(const std::string& text) {
   o.n_layers = f.integer("n_layers");
   o.dropout = f.number("dropout");
   o.bias = f.boolean("bias");
-  try {
-    validate(o);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(op + e.what());
-  }
-  return o;
+  return validated(o, op);
 }
 
 std::string seq2seq_options_to_json(const Seq2SeqOptions& o) {
