@@ -215,6 +215,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_and_resumed_run_is_bit_exact_and_request_stop_sav
   BOOST_TEST(stopped.interrupted);
   BOOST_TEST(stopped.steps == 7);
   BOOST_TEST(read_checkpoint_info(dir.file("ckpt.safetensors")).data_position == 7u);
+  BOOST_TEST(checkpoint_model_kind(read_checkpoint_info(dir.file("ckpt.safetensors"))) == "gpt");
 
   manual_seed(999);  // whatever the generator holds now, resume() restores the run's
   Run second(o, {.on_step = [&](int64_t, double loss) { losses.push_back(loss); }}, 0.1);
@@ -388,6 +389,35 @@ BOOST_AUTO_TEST_CASE(the_checkpoint_names_its_kind_and_holds_the_tied_weight_onc
   NoGradGuard no_grad;
   const Indices ids(Shape{1, 6}, run.tok.encode("the ca"));
   BOOST_TEST(max_abs_diff(m(ids).value(), (*run.model)(ids).value()) == 0.0);
+}
+
+// GPT checkpoints written before the one loop kept the model's options under "gpt" and the
+// loop's under "gpt_trainer": they still load for generation (gpt_options_from reads the old
+// key), while resuming one is refused by name (its trajectory options are not the loop's).
+BOOST_AUTO_TEST_CASE(a_checkpoint_from_before_the_one_loop_still_loads_for_generation) {
+  TempDir dir;
+  Run run(tiny_options(10));
+  for (int i = 0; i < 3; ++i) run.trainer->train_step();
+  const std::string path = dir.file("old.safetensors");
+  run.trainer->save_checkpoint(path);
+  SafetensorsFile f = load_safetensors(path);
+  f.metadata["gpt"] = f.metadata.at("model");
+  f.metadata.erase("model");
+  f.metadata.erase("trainer");
+  f.metadata["gpt_trainer"] = R"({"batch":8,"lr":0.01})";
+  save_safetensors(path, f);
+
+  const LoadedGPT loaded = load_gpt_checkpoint(path);
+  BOOST_TEST(loaded.step == 3);
+  BOOST_TEST(gpt_options_to_json(loaded.model->options()) == gpt_options_to_json(run.model->options()));
+  run.model->eval();
+  NoGradGuard no_grad;
+  const Indices ids(Shape{1, 6}, run.tok.encode("the ca"));
+  BOOST_TEST(max_abs_diff((*loaded.model)(ids).value(), (*run.model)(ids).value()) == 0.0);
+
+  Run fresh(tiny_options(10));
+  AG_CHECK_THROWS_WITH(fresh.trainer->resume(path), std::runtime_error, "old.safetensors", "'model'");
+  BOOST_TEST(fresh.trainer->step() == 0);
 }
 
 BOOST_AUTO_TEST_CASE(loading_for_generation_refuses_a_checkpoint_of_another_model_kind) {

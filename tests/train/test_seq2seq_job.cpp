@@ -443,6 +443,7 @@ BOOST_AUTO_TEST_CASE(run_logs_plots_and_saves_at_every_evaluation) {
   BOOST_TEST(log.find("\"seq_acc\"") != std::string::npos);
   BOOST_TEST(std::filesystem::exists(dir.file("plot.svg")));
   BOOST_TEST(read_checkpoint_info(dir.file("ckpt.safetensors")).data_position == 10u);
+  BOOST_TEST(read_checkpoint_info(dir.file("ckpt.safetensors")).metadata.at("model_kind") == "seq2seq");
   BOOST_TEST(progress.str().find("step 10/10") != std::string::npos, progress.str());
   BOOST_TEST(progress.str().find("| val ") != std::string::npos, progress.str());
   BOOST_TEST(progress.str().find(" seq ") != std::string::npos, progress.str());
