@@ -260,6 +260,25 @@ BOOST_AUTO_TEST_CASE(bad_adam_state_is_refused) {
   AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), "'head.bias'", "step 9223372036854775807", "outside");
 }
 
+// A sequence checkpoint whose "model_kind" was edited to another kind is refused by the loop
+// itself (not only by a program's config reading), naming the file and both kinds, and the
+// trainer is left as it was.
+BOOST_AUTO_TEST_CASE(an_edited_model_kind_is_refused_by_resume_naming_both_kinds) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  write_run_checkpoint(path);
+  edit_checkpoint(path, [](SafetensorsFile& f) { f.metadata["model_kind"] = "gpt"; });
+  manual_seed(7);
+  SequenceModel model(tiny_model());
+  SequenceJob job(model, tiny_task(), kEvalSequences);
+  Trainer trainer(job, tiny_trainer(20));
+  const Tensor before = model.named_parameters().front().second.value().clone();
+  AG_CHECK_MESSAGE_HAS(error_of([&] { trainer.resume(path); }), path.c_str(), "GPT language model", "train_gpt",
+                       "not a sequence tagger", "train_sequence");
+  BOOST_TEST(trainer.step() == 0);
+  BOOST_TEST(max_abs_diff(model.named_parameters().front().second.value(), before) == 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(a_checkpoint_stripped_of_its_optimizer_state_is_refused) {
   TempDir dir;
   const std::string path = dir.file("ck.safetensors");
