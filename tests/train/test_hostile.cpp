@@ -13,11 +13,14 @@
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/json_text.h"
 #include "attograd/train/memory.h"
 #include "attograd/train/io/outputs.h"
+#include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
+#include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
 #include "train_support.h"
@@ -53,14 +56,17 @@ SequenceModelOptions tiny_model() {
   return {.vocab = 6, .max_len = 6, .d_model = 8, .n_head = 2, .d_ff = 16, .n_layers = 1};
 }
 TrainerOptions tiny_trainer(int64_t steps) {
-  return {.lr = 3e-3, .warmup_steps = 1, .steps = steps, .eval_every = 5, .eval_sequences = 16, .target_seq_acc = 2.0};
+  return {.lr = 3e-3, .warmup_steps = 1, .steps = steps, .eval_every = 5, .target_seq_acc = 2.0};
 }
+// Held-out sequences per evaluation (the job's since the one loop; TrainerOptions' before).
+constexpr int64_t kEvalSequences = 16;
 
-// A real checkpoint of a Trainer after `steps` updates.
+// A real checkpoint of a sequence tagger's run after `steps` updates.
 void write_run_checkpoint(const std::string& path, int64_t steps = 3, int64_t budget = 20) {
   manual_seed(7);
   SequenceModel model(tiny_model());
-  Trainer trainer(model, tiny_task(), tiny_trainer(budget));
+  SequenceJob job(model, tiny_task(), kEvalSequences);
+  Trainer trainer(job, tiny_trainer(budget));
   for (int64_t i = 0; i < steps; ++i) trainer.train_step();
   trainer.save_checkpoint(path);
 }
@@ -71,12 +77,34 @@ void edit_checkpoint(const std::string& path, const std::function<void(Safetenso
   save_safetensors(path, f);
 }
 
+// What train_sequence --resume rebuilds a run from, read from the one opened Checkpoint (as
+// read_checkpoint_config did before the one loop): the kind, then every entry checked, in the
+// order model, task, trainer, loop. std::runtime_error naming the file otherwise.
+struct RunConfig {
+  SequenceModelOptions model;
+  SequenceTaskOptions task;
+  TrainerOptions trainer;
+  int64_t step = 0;
+};
+RunConfig read_run_config(const Checkpoint& ck) {
+  require_model_kind(ck, "sequence");
+  RunConfig c;
+  c.model = parse_entry(ck, "model", sequence_model_options_from_json);
+  c.task = parse_entry(ck, "task", sequence_task_options_from_json);
+  c.trainer = resumed_trainer_options(ck, {});
+  c.step = checkpoint_step(ck);
+  return c;
+}
+RunConfig read_run_config(const std::string& path) { return read_run_config(Checkpoint::open(path)); }
+
 // Resumes `path` into a fresh trainer built from the file's own configuration.
 void resume_from(const std::string& path) {
-  const CheckpointConfig c = read_checkpoint_config(path);
+  const Checkpoint ck = Checkpoint::open(path);
+  const RunConfig c = read_run_config(ck);
   SequenceModel model(c.model);
-  Trainer trainer(model, c.task, c.trainer);
-  trainer.resume(path);
+  SequenceJob job(model, c.task, kEvalSequences);
+  Trainer trainer(job, c.trainer);
+  trainer.resume(ck);
 }
 
 SafetensorsEntry& entry(SafetensorsFile& f, const std::string& name) {
@@ -106,7 +134,7 @@ BOOST_AUTO_TEST_CASE(special_files_are_refused_without_blocking) {
   AG_CHECK_MESSAGE_HAS(error_of([&] { load_safetensors(fifo); }), "pipe", "FIFO", "not a regular file");
   AG_CHECK_MESSAGE_HAS(error_of([&] { load_safetensors("/dev/zero"); }), "/dev/zero", "character device");
   AG_CHECK_MESSAGE_HAS(error_of([&] { load_safetensors(dir.path()); }), "directory");
-  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(fifo); }), "FIFO");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_run_config(fifo); }), "FIFO");
 }
 
 BOOST_AUTO_TEST_CASE(a_header_with_many_keys_parses_and_a_late_duplicate_is_found) {
@@ -232,6 +260,25 @@ BOOST_AUTO_TEST_CASE(bad_adam_state_is_refused) {
   AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), "'head.bias'", "step 9223372036854775807", "outside");
 }
 
+// A sequence checkpoint whose "model_kind" was edited to another kind is refused by the loop
+// itself (not only by a program's config reading), naming the file and both kinds, and the
+// trainer is left as it was.
+BOOST_AUTO_TEST_CASE(an_edited_model_kind_is_refused_by_resume_naming_both_kinds) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  write_run_checkpoint(path);
+  edit_checkpoint(path, [](SafetensorsFile& f) { f.metadata["model_kind"] = "gpt"; });
+  manual_seed(7);
+  SequenceModel model(tiny_model());
+  SequenceJob job(model, tiny_task(), kEvalSequences);
+  Trainer trainer(job, tiny_trainer(20));
+  const Tensor before = model.named_parameters().front().second.value().clone();
+  AG_CHECK_MESSAGE_HAS(error_of([&] { trainer.resume(path); }), path.c_str(), "GPT language model", "train_gpt",
+                       "not a sequence tagger", "train_sequence");
+  BOOST_TEST(trainer.step() == 0);
+  BOOST_TEST(max_abs_diff(model.named_parameters().front().second.value(), before) == 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(a_checkpoint_stripped_of_its_optimizer_state_is_refused) {
   TempDir dir;
   const std::string path = dir.file("ck.safetensors");
@@ -254,9 +301,9 @@ BOOST_AUTO_TEST_CASE(settings_beyond_the_command_line_limits_are_refused_before_
     });
   };
   with_model("d_model", 100000);
-  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "d_model", "100000");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_run_config(path); }), path.c_str(), "d_model", "100000");
   with_model("vocab", int64_t{1} << 62);  // once a heap overflow: a 2^62-element bias on 64 bytes
-  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "vocab", "4611686018427387904");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_run_config(path); }), path.c_str(), "vocab", "4611686018427387904");
 }
 
 BOOST_AUTO_TEST_CASE(counters_are_range_checked) {
@@ -271,9 +318,9 @@ BOOST_AUTO_TEST_CASE(counters_are_range_checked) {
     });
   };
   with_loop("elapsed_s", Json(-5.0));
-  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "elapsed_s", "-5");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_run_config(path); }), path.c_str(), "elapsed_s", "-5");
   with_loop("step", Json(int64_t{1000000000000}));
-  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "1000000000000");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_run_config(path); }), path.c_str(), "1000000000000");
 
   // A budget below the saved step.
   write_run_checkpoint(path, 3, 20);
@@ -283,7 +330,7 @@ BOOST_AUTO_TEST_CASE(counters_are_range_checked) {
     trainer["warmup_steps"] = 1;
     f.metadata["trainer"] = trainer.dump();
   });
-  AG_CHECK_MESSAGE_HAS(error_of([&] { read_checkpoint_config(path); }), path.c_str(), "loop step 3", "budget of 2");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { read_run_config(path); }), path.c_str(), "loop step 3", "step budget 2");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -303,7 +350,8 @@ BOOST_AUTO_TEST_CASE(a_diverging_run_stops_early_and_keeps_its_last_good_checkpo
   TrainerOutputs outputs;
   outputs.checkpoint_path = path;
   outputs.on_step = [&](int64_t step, double) { steps_done = step; };
-  Trainer trainer(model, tiny_task(), o, outputs);
+  SequenceJob job(model, tiny_task(), kEvalSequences);
+  Trainer trainer(job, o, outputs);
   std::string message;
   try {
     trainer.run();
@@ -311,6 +359,7 @@ BOOST_AUTO_TEST_CASE(a_diverging_run_stops_early_and_keeps_its_last_good_checkpo
     message = e.what();
   }
   AG_CHECK_MESSAGE_HAS(message, "diverged at update", "gradient norm", "learning rate", "lr 1000", "warmup_steps 0");
+  BOOST_TEST(message.rfind("Trainer (sequence): ", 0) == 0u, message);  // the loop and the kind it trains
   BOOST_TEST(steps_done < 50, "the run went on to its budget");
   // Whatever was saved is a healthy state: finite, within bounds, loadable.
   if (::access(path.c_str(), F_OK) == 0) {
@@ -323,11 +372,11 @@ BOOST_AUTO_TEST_CASE(out_of_memory_is_a_message_naming_the_sizes) {
   SequenceModelOptions m = tiny_model();
   m.d_model = 65536;
   m.n_head = 4;
-  const MemoryEstimate need = estimate_training_memory(m, tiny_task(), tiny_trainer(10));
+  const MemoryEstimate need = estimate_training_memory(m, tiny_task(), tiny_trainer(10), kEvalSequences);
   AG_CHECK_THROWS_WITH(check_memory_fits(need, 24.0 * (1 << 30), "reduce d_model"), std::invalid_argument,
                        "GiB", "parameters", "optimizer state", "activations", "24.0 GiB", "reduce d_model");
   // A tiny run fits.
-  check_memory_fits(estimate_training_memory(tiny_model(), tiny_task(), tiny_trainer(10)), 24.0 * (1 << 30), "");
+  check_memory_fits(estimate_training_memory(tiny_model(), tiny_task(), tiny_trainer(10), kEvalSequences), 24.0 * (1 << 30), "");
   BOOST_TEST(available_memory_bytes() > 0);
 }
 
@@ -340,7 +389,7 @@ BOOST_AUTO_TEST_CASE(the_parameter_estimate_is_exact) {
       m.n_layers = 3;
       manual_seed(1);
       SequenceModel model(m);
-      const MemoryEstimate e = estimate_training_memory(m, tiny_task(), tiny_trainer(10));
+      const MemoryEstimate e = estimate_training_memory(m, tiny_task(), tiny_trainer(10), kEvalSequences);
       BOOST_TEST(e.parameters == 4.0 * static_cast<double>(model.num_parameters()));
     }
   }
@@ -362,15 +411,14 @@ BOOST_AUTO_TEST_CASE(long_sequences_are_evaluated_in_small_chunks) {
 
 BOOST_AUTO_TEST_CASE(chunked_evaluation_gives_the_same_metrics) {
   // Held-out rows evaluated one by one or all at once: the same counts, the same loss sum up to
-  // the order of the additions.
+  // the order of the additions. The Evaluation holds ratios over the 40 x 6 held-out tokens;
+  // the counts are compared through them (same denominators: equal ratios are equal counts).
   manual_seed(9);
   SequenceModel model(tiny_model());
-  TrainerOptions o = tiny_trainer(10);
-  o.eval_sequences = 40;
-  Trainer whole(model, tiny_task(), o);
-  const SequenceMetrics a = whole.evaluate();
+  SequenceJob job(model, tiny_task(), 40);
+  Trainer whole(job, tiny_trainer(10));
+  const Evaluation a = whole.evaluate();
   SequenceMetrics b;
-  const SequenceTask task(SequenceTaskOptions{tiny_task()});
   SequenceTaskOptions eval_opts = tiny_task();
   eval_opts.batch_size = 40;
   const SequenceBatch batch = SequenceTask(eval_opts).eval_batch(0);
@@ -381,10 +429,13 @@ BOOST_AUTO_TEST_CASE(chunked_evaluation_gives_the_same_metrics) {
     NoGradGuard no_grad;
     b += sequence_metrics(model(in).value(), tg);
   }
-  BOOST_TEST(a.tokens == b.tokens);
-  BOOST_TEST(a.correct_tokens == b.correct_tokens);
-  BOOST_TEST(a.correct_sequences == b.correct_sequences);
-  BOOST_TEST(std::abs(a.loss_sum - b.loss_sum) < 1e-3);
+  BOOST_REQUIRE(b.tokens == 40 * 6);
+  BOOST_TEST(a.token_acc == b.token_accuracy());
+  BOOST_TEST(a.seq_acc == b.sequence_accuracy());
+  BOOST_TEST(std::abs(a.loss * static_cast<double>(b.tokens) - b.loss_sum) < 1e-3);
+  // The job's own counts, its held-out rows split however its memory estimate says.
+  BOOST_TEST(std::lround(a.token_acc * 240) == b.correct_tokens);
+  BOOST_TEST(std::lround(a.seq_acc * 40) == b.correct_sequences);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
