@@ -25,4 +25,11 @@ std::string format_bytes(double bytes) {
   return text;
 }
 
+void check_in_range(const std::string& prefix, const char* key, int64_t value, int64_t low, int64_t high) {
+  if (value < low || value > high) {
+    throw std::invalid_argument(prefix + key + " must lie in [" + std::to_string(low) + ", " + std::to_string(high) +
+                                "], got " + std::to_string(value));
+  }
+}
+
 }  // namespace ag

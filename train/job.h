@@ -79,7 +79,9 @@ class TrainingJob {
   // takes its rows; the loss must be scaled so that the mean of the ranks' gradients is the
   // whole batch's gradient.
   virtual StepLoss loss(uint64_t index, const Shard& rows) = 0;
-  // Held-out metrics, in eval mode and without a graph (the loop sets both). Over several
+  // Held-out metrics, in eval mode and without a graph (the loop sets both). Every kind
+  // reports a loss: one that is not finite, or far above the run's starting loss, stops the run
+  // as diverged before it is saved. Over several
   // processes each rank evaluates ranks.part() of the held-out data and ranks.sum() adds up the
   // counts: every rank returns the same result.
   virtual Evaluation evaluate(const Ranks& ranks) = 0;

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <stdexcept>
 
+#include "attograd/core/format.h"
 
 namespace ag {
 
@@ -24,10 +25,7 @@ const char* lr_decay_name(LrDecay decay) {
 }
 
 LrDecay parse_lr_decay(const std::string& name) {
-  for (LrDecay d : {LrDecay::constant, LrDecay::cosine, LrDecay::linear}) {
-    if (name == lr_decay_name(d)) return d;
-  }
-  throw std::invalid_argument("unknown learning-rate schedule '" + name + "' (choose constant, cosine or linear)");
+  return parse_choice(name, {LrDecay::constant, LrDecay::cosine, LrDecay::linear}, lr_decay_name, "learning-rate schedule");
 }
 
 LrSchedule::LrSchedule(const LrScheduleOptions& options) : options_(options) {

@@ -276,7 +276,14 @@ void Trainer::resume(const Checkpoint& ck) {
                                ours);
     }
   };
-  for (const auto& [key, ours] : job_.metadata()) require_same("'" + key + "' entry", ck.entry(key), ours);
+  for (const auto& [key, ours] : job_.metadata()) {
+    if (!ck.has_entry(key)) {
+      throw std::runtime_error("checkpoint '" + ck.path() + "' has no '" + key + "' entry: it was written before " +
+                               "the one training loop, and its run cannot be continued (its parameters still load: " +
+                               "generate reads it, load_checkpoint too)");
+    }
+    require_same("'" + key + "' entry", ck.entry(key), ours);
+  }
   const TrainerOptions file_options = resumed_trainer_options(ck, options_);
   require_same("trainer configuration", trainer_options_to_json(file_options), trainer_options_to_json(options_));
   const LoopState loop = checked_loop_state(ck, options_);

@@ -24,10 +24,8 @@ const char* optimizer_kind_name(OptimizerKind kind) {
 }
 
 OptimizerKind parse_optimizer_kind(const std::string& name) {
-  for (OptimizerKind k : {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw}) {
-    if (name == optimizer_kind_name(k)) return k;
-  }
-  throw std::invalid_argument("unknown optimizer '" + name + "' (choose sgd, adam or adamw)");
+  return parse_choice(name, {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw}, optimizer_kind_name,
+                      "optimizer");
 }
 
 void validate(const TrainerOptions& o) {

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "attograd/core/format.h"
 #include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
 #include "attograd/core/rng.h"
@@ -62,21 +63,15 @@ const char* seq2seq_task_name(Seq2SeqTaskKind kind) {
 }
 
 Seq2SeqTaskKind parse_seq2seq_task_kind(const std::string& name) {
-  for (Seq2SeqTaskKind k : {Seq2SeqTaskKind::addition, Seq2SeqTaskKind::reverse_var, Seq2SeqTaskKind::sort_var,
-                            Seq2SeqTaskKind::dedup}) {
-    if (name == seq2seq_task_name(k)) return k;
-  }
-  throw std::invalid_argument("unknown seq2seq task '" + name + "' (choose addition, reverse-var, sort-var or dedup)");
+  using K = Seq2SeqTaskKind;
+  return parse_choice(name, {K::addition, K::reverse_var, K::sort_var, K::dedup}, seq2seq_task_name, "seq2seq task");
 }
 
 Seq2SeqTask::Seq2SeqTask(const Seq2SeqTaskOptions& options) : options_(options) {
   const Seq2SeqTaskOptions& o = options;
   const std::string task = std::string("task ") + seq2seq_task_name(o.kind) + ": ";
   const auto in_range = [&](const char* key, int64_t v, int64_t low, int64_t high) {
-    if (v < low || v > high) {
-      throw std::invalid_argument(task + key + " must lie in [" + std::to_string(low) + ", " + std::to_string(high) +
-                                  "], got " + std::to_string(v));
-    }
+    check_in_range(task, key, v, low, high);
   };
   using L = Seq2SeqTaskLimits;
   const int64_t longest = o.kind == Seq2SeqTaskKind::addition ? L::addition_digits : L::max_len;

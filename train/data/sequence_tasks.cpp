@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attograd/core/format.h"
 #include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
 #include "attograd/core/rng.h"
@@ -47,20 +48,15 @@ const char* sequence_task_name(SequenceTaskKind kind) {
 }
 
 SequenceTaskKind parse_sequence_task_kind(const std::string& name) {
-  for (SequenceTaskKind k : {SequenceTaskKind::copy, SequenceTaskKind::reverse, SequenceTaskKind::sort, SequenceTaskKind::shift}) {
-    if (name == sequence_task_name(k)) return k;
-  }
-  throw std::invalid_argument("unknown task '" + name + "' (choose copy, reverse, sort or shift)");
+  using K = SequenceTaskKind;
+  return parse_choice(name, {K::copy, K::reverse, K::sort, K::shift}, sequence_task_name, "task");
 }
 
 SequenceTask::SequenceTask(const SequenceTaskOptions& options) : options_(options) {
   const SequenceTaskOptions& o = options;
   const std::string task = std::string("task ") + sequence_task_name(o.kind) + ": ";
   const auto in_range = [&](const char* key, int64_t v, int64_t low, int64_t high) {
-    if (v < low || v > high) {
-      throw std::invalid_argument(task + key + " must lie in [" + std::to_string(low) + ", " + std::to_string(high) +
-                                  "], got " + std::to_string(v));
-    }
+    check_in_range(task, key, v, low, high);
   };
   in_range("vocab_size", o.vocab_size, 2, SequenceTaskLimits::vocab_size);
   in_range("seq_len", o.seq_len, 1, SequenceTaskLimits::seq_len);
