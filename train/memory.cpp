@@ -16,18 +16,73 @@ namespace {
 constexpr double kFloat = 4;  // bytes of an f32 value: the Trainer trains in f32
 constexpr double kMinEvalBudget = 256.0 * (1 << 20);
 
-double parameter_count(const SequenceModelOptions& m) {
-  const double d = static_cast<double>(m.d_model), ff = static_cast<double>(m.d_ff);
-  const double block = 4 * (d * d + d)          // q, k, v and output projections
-                       + 2 * d * ff + ff + d    // feed-forward
-                       + 4 * d;                 // two LayerNorms (weight and bias)
-  const double positions = m.positional == PositionalKind::learned ? static_cast<double>(m.max_len) * d : 0;
-  const double vocab = static_cast<double>(m.vocab);
-  const double final_norm = m.norm_first ? 2 * d : 0;
-  return vocab * d + positions + static_cast<double>(m.n_layers) * block + final_norm + vocab * d + vocab;
+// Bytes of the optimizer's state for `params` bytes of parameters.
+double optimizer_bytes(const TrainerOptions& trainer, double params) {
+  switch (trainer.optimizer) {
+    case OptimizerKind::sgd: return trainer.momentum > 0 ? params : 0;
+    case OptimizerKind::adam:
+    case OptimizerKind::adamw: return 2 * params;
+  }
+  return 2 * params;
+}
+
+// Parameters of one pre- or post-norm block of width d: attention's four projections, the
+// feed-forward, two LayerNorms; `bias` for the projections' and feed-forward's biases.
+double block_parameters(double d, double ff, bool bias) {
+  const double b = bias ? 1 : 0;
+  return 4 * (d * d + b * d) + 2 * d * ff + b * (ff + d) + 4 * d;
+}
+
+// Activations a training step keeps per token of one block (generously; see memory.h), with
+// `keys` keys per query.
+double block_activation_values(double d, double ff, double heads, double keys) {
+  return 10 * d + 2 * ff + 2 * heads * keys;
+}
+
+MemoryEstimate estimate(double parameters, double activations, double evaluation, int64_t eval_rows,
+                        const TrainerOptions& trainer) {
+  MemoryEstimate e;
+  e.parameters = parameters * kFloat;
+  e.gradients = e.parameters;
+  e.optimizer_state = optimizer_bytes(trainer, e.parameters);
+  e.activations = activations;
+  e.evaluation = evaluation;
+  e.eval_rows = eval_rows;
+  return e;
 }
 
 }  // namespace
+
+double parameter_count(const SequenceModelOptions& m) {
+  const double d = static_cast<double>(m.d_model), ff = static_cast<double>(m.d_ff);
+  const double positions = m.positional == PositionalKind::learned ? static_cast<double>(m.max_len) * d : 0;
+  const double vocab = static_cast<double>(m.vocab);
+  const double final_norm = m.norm_first ? 2 * d : 0;
+  return vocab * d + positions + static_cast<double>(m.n_layers) * block_parameters(d, ff, true) + final_norm +
+         vocab * d + vocab;
+}
+
+double parameter_count(const GPTOptions& m) {
+  const double d = static_cast<double>(m.d_model);
+  // Token and position tables, the blocks (feed-forward 4 d wide), the final LayerNorm; the head
+  // is the token table itself.
+  return static_cast<double>(m.vocab + m.block_size) * d +
+         static_cast<double>(m.n_layers) * block_parameters(d, 4 * d, m.bias) + 2 * d;
+}
+
+double parameter_count(const Seq2SeqOptions& m) {
+  const double d = static_cast<double>(m.d_model), ff = static_cast<double>(m.d_ff);
+  const double src = static_cast<double>(m.src_vocab);
+  const double tgt = static_cast<double>(m.tgt_vocab == 0 ? m.src_vocab : m.tgt_vocab);
+  const double tables = src * d + (m.share_embeddings ? 0 : tgt * d);
+  const double positions = m.positional == PositionalKind::learned ? static_cast<double>(m.max_len) * d : 0;
+  const double encoder = static_cast<double>(m.n_encoder_layers) * block_parameters(d, ff, true) + 2 * d;
+  // A decoder layer is a block plus cross-attention's four projections and a third LayerNorm.
+  const double decoder_layer = block_parameters(d, ff, true) + 4 * (d * d + d) + 2 * d;
+  const double decoder = static_cast<double>(m.n_decoder_layers) * decoder_layer + 2 * d;
+  const double head = m.tie_head ? 0 : tgt * d + tgt;
+  return tables + positions + encoder + decoder + head;
+}
 
 std::string MemoryEstimate::breakdown() const {
   std::ostringstream os;
@@ -65,19 +120,39 @@ int64_t eval_rows_for(const SequenceModelOptions& model, const SequenceTaskOptio
 
 MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const SequenceTaskOptions& task,
                                         const TrainerOptions& trainer, int64_t eval_sequences) {
-  MemoryEstimate e;
-  const double params = parameter_count(model) * kFloat;
-  e.parameters = params;
-  e.gradients = params;
-  switch (trainer.optimizer) {
-    case OptimizerKind::sgd: e.optimizer_state = trainer.momentum > 0 ? params : 0; break;
-    case OptimizerKind::adam:
-    case OptimizerKind::adamw: e.optimizer_state = 2 * params; break;
-  }
-  e.activations = training_activation_bytes(model, task);
-  e.eval_rows = eval_rows_for(model, task, std::min<int64_t>(eval_sequences, 256));
-  e.evaluation = static_cast<double>(e.eval_rows) * eval_bytes_per_row(model, task.seq_len);
-  return e;
+  const int64_t rows = eval_rows_for(model, task, std::min<int64_t>(eval_sequences, 256));
+  return estimate(parameter_count(model), training_activation_bytes(model, task),
+                  static_cast<double>(rows) * eval_bytes_per_row(model, task.seq_len), rows, trainer);
+}
+
+MemoryEstimate estimate_training_memory(const GPTOptions& model, int64_t batch, const TrainerOptions& trainer) {
+  const double d = static_cast<double>(model.d_model), t = static_cast<double>(model.block_size);
+  const double heads = static_cast<double>(model.n_head), vocab = static_cast<double>(model.vocab);
+  const double per_token = static_cast<double>(model.n_layers) * block_activation_values(d, 4 * d, heads, t) + 2 * d +
+                           3 * vocab;
+  const double activations = 1.5 * static_cast<double>(batch) * t * per_token * kFloat;
+  // Evaluation: the batch's rows, one block's temporaries at a time, then the logits.
+  const double evaluation =
+      static_cast<double>(batch) * t * (block_activation_values(d, 4 * d, heads, t) + 2 * vocab) * kFloat;
+  return estimate(parameter_count(model), activations, evaluation, batch, trainer);
+}
+
+MemoryEstimate estimate_training_memory(const Seq2SeqOptions& model, const Seq2SeqTaskOptions& task,
+                                        const TrainerOptions& trainer, int64_t eval_sequences) {
+  const double d = static_cast<double>(model.d_model), ff = static_cast<double>(model.d_ff);
+  const double heads = static_cast<double>(model.n_head);
+  const double vocab = static_cast<double>(model.tgt_vocab == 0 ? model.src_vocab : model.tgt_vocab);
+  // Every sequence padded to the longest the model takes: sources and targets of max_len.
+  const double t = static_cast<double>(model.max_len);
+  const double encoder = static_cast<double>(model.n_encoder_layers) * block_activation_values(d, ff, heads, t);
+  const double decoder = static_cast<double>(model.n_decoder_layers) *
+                         (block_activation_values(d, ff, heads, t) + 4 * d + 2 * heads * t);  // cross-attention
+  const double per_row = t * (encoder + decoder + 4 * d + 3 * vocab);
+  const double activations = 1.5 * static_cast<double>(task.batch_size) * per_row * kFloat;
+  const int64_t rows = std::min<int64_t>(eval_sequences, 256);  // the held-out set's batches
+  const double evaluation = static_cast<double>(rows) * t *
+                            (block_activation_values(d, ff, heads, t) * 2 + 2 * vocab) * kFloat;
+  return estimate(parameter_count(model), activations, evaluation, rows, trainer);
 }
 
 double available_memory_bytes() {

@@ -19,7 +19,10 @@
 #include <cstdint>
 #include <string>
 
+#include "attograd/models/gpt.h"
+#include "attograd/models/seq2seq.h"
 #include "attograd/models/sequence_model.h"
+#include "attograd/train/data/seq2seq_tasks.h"
 #include "attograd/train/data/sequence_tasks.h"
 #include "attograd/train/trainer.h"
 
@@ -47,7 +50,20 @@ double training_activation_bytes(const SequenceModelOptions& model, const Sequen
 // larger of a training step's activations and 256 MiB (at least one row).
 int64_t eval_rows_for(const SequenceModelOptions& model, const SequenceTaskOptions& task, int64_t max_rows);
 
+// Parameters of each model kind, counted from its options without building it (exact:
+// tests/train/test_hostile.cpp holds each against num_parameters()).
+double parameter_count(const SequenceModelOptions& model);
+double parameter_count(const GPTOptions& model);
+double parameter_count(const Seq2SeqOptions& model);
+
+// One estimate per model kind, from the options alone: each program calls its own before it
+// builds anything (a resumed run from the checkpoint's metadata).
 MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const SequenceTaskOptions& task,
+                                        const TrainerOptions& trainer, int64_t eval_sequences);
+// `batch` windows of block_size tokens per step.
+MemoryEstimate estimate_training_memory(const GPTOptions& model, int64_t batch, const TrainerOptions& trainer);
+// Sources and targets counted at the model's max_len (padding included).
+MemoryEstimate estimate_training_memory(const Seq2SeqOptions& model, const Seq2SeqTaskOptions& task,
                                         const TrainerOptions& trainer, int64_t eval_sequences);
 
 // Memory the system can give this process now: MemAvailable from /proc/meminfo (physical memory

@@ -395,6 +395,54 @@ BOOST_AUTO_TEST_CASE(the_parameter_estimate_is_exact) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(every_kind_counts_its_parameters_exactly_from_its_options) {
+  for (const bool bias : {true, false}) {
+    for (const int64_t layers : {1, 3}) {
+      const GPTOptions g{.vocab = 11, .block_size = 7, .d_model = 12, .n_head = 3, .n_layers = layers, .bias = bias};
+      manual_seed(1);
+      const GPT gpt(g);
+      BOOST_TEST(parameter_count(g) == static_cast<double>(gpt.num_parameters()), "bias " << bias << ", layers " << layers);
+    }
+  }
+  for (const bool share : {true, false}) {
+    for (const bool tie : {true, false}) {
+      for (const PositionalKind pos : {PositionalKind::learned, PositionalKind::sinusoidal}) {
+        Seq2SeqOptions s{.src_vocab = 9, .tgt_vocab = 9, .max_len = 6, .d_model = 8, .n_head = 2, .d_ff = 20,
+                         .n_encoder_layers = 2, .n_decoder_layers = 3};
+        s.share_embeddings = share;
+        s.tie_head = tie;
+        s.positional = pos;
+        if (!share) s.tgt_vocab = 13;  // one vocabulary only when the tables are shared
+        manual_seed(1);
+        const Seq2Seq model(s);
+        BOOST_TEST(parameter_count(s) == static_cast<double>(model.num_parameters()),
+                   "share " << share << ", tie " << tie << ", " << positional_kind_name(pos));
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_gpt_or_seq2seq_far_too_large_is_refused_before_it_is_built) {
+  const TrainerOptions adamw{.optimizer = OptimizerKind::adamw};
+  const GPTOptions huge{.vocab = 256, .block_size = 1024, .d_model = 16384, .n_head = 16, .n_layers = 12};
+  const MemoryEstimate g = estimate_training_memory(huge, 32, adamw);
+  BOOST_TEST(g.parameters == 4 * parameter_count(huge));
+  BOOST_TEST(g.optimizer_state == 2 * g.parameters);
+  AG_CHECK_THROWS_WITH(check_memory_fits(g, 24.0 * (1 << 30), "--d-model"), std::invalid_argument, "parameters",
+                       "activations", "--d-model");
+  const GPTOptions baby{.vocab = 100, .block_size = 128, .d_model = 128, .n_head = 4, .n_layers = 4};
+  check_memory_fits(estimate_training_memory(baby, 32, adamw), 24.0 * (1 << 30), "");
+
+  const Seq2SeqOptions wide{.src_vocab = 14, .max_len = 64, .d_model = 16384, .n_head = 8, .d_ff = 65536,
+                            .n_encoder_layers = 3, .n_decoder_layers = 3};
+  const Seq2SeqTaskOptions task{.kind = Seq2SeqTaskKind::addition};
+  AG_CHECK_THROWS_WITH(check_memory_fits(estimate_training_memory(wide, task, adamw, 512), 24.0 * (1 << 30), "--d-ff"),
+                       std::invalid_argument, "parameters", "--d-ff");
+  const Seq2SeqOptions small{.src_vocab = 14, .max_len = 20, .d_model = 64, .n_head = 4, .d_ff = 256,
+                             .n_encoder_layers = 2, .n_decoder_layers = 2};
+  check_memory_fits(estimate_training_memory(small, task, adamw, 512), 24.0 * (1 << 30), "");
+}
+
 BOOST_AUTO_TEST_CASE(long_sequences_are_evaluated_in_small_chunks) {
   SequenceModelOptions m = tiny_model();
   m.max_len = 2048;
