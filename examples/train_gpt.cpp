@@ -21,10 +21,12 @@ using namespace ag;
 
 class GPTProgram : public TrainingProgram {
  public:
-  explicit GPTProgram(const TrainGPTArgs& a) : TrainingProgram(a.kInfo, a), a_(a) {}
+  explicit GPTProgram(const TrainGPTArgs& a) : TrainingProgram(a.kInfo, a), a_(a) {
+    checkpoint_hint_ = ", sample with generate --checkpoint " + a.save_path;
+  }
 
  private:
-  void configure(const Checkpoint* ck) override {
+  void configure(const Checkpoint* ck, const TrainerOptions& t) override {
     const std::string text = read_corpus(a_.data_path);
     tokenizer_ = ck ? gpt_tokenizer_from(*ck) : a_.tokenizer == "char" ? Tokenizer::characters(text) : Tokenizer::bytes();
     model_options_ = ck ? gpt_options_from(*ck) : a_.model;
@@ -37,16 +39,14 @@ class GPTProgram : public TrainingProgram {
                        " + 1 = " + std::to_string(model_options_.block_size + 1) +
                        " (give more text or lower --block-size)");
     }
-  }
-  std::string data_name() const { return a_.data_path.empty() ? std::string(kFortunesDir) : a_.data_path; }
-  std::string run_dir() const override { return kGPTRunDir; }
-  std::string plot_title(const TrainerOptions& t) const override {
+    run_dir_ = kGPTRunDir;
     std::ostringstream title;
     title << "GPT on " << std::filesystem::path(data_name()).filename().string() << ": " << model_options_.n_layers
           << " layers, d_model " << model_options_.d_model << ", context " << model_options_.block_size << ", lr "
           << t.lr;
-    return title.str();
+    plot_title_ = title.str();
   }
+  std::string data_name() const { return a_.data_path.empty() ? std::string(kFortunesDir) : a_.data_path; }
   TrainingJob& build() override {
     model_.emplace(model_options_);
     return job_.emplace(*model_, tokenizer_, tokens_, job_options_);
@@ -67,9 +67,6 @@ class GPTProgram : public TrainingProgram {
   void report(const TrainSummary& s) override {
     std::cout << std::fixed << std::setprecision(4) << "final train loss " << s.train_loss << ", validation loss "
               << s.eval.loss << " (nats per token)\n";
-  }
-  std::string checkpoint_hint(const std::string& path) const override {
-    return ", sample with generate --checkpoint " + path;
   }
 
   const TrainGPTArgs& a_;

@@ -33,17 +33,15 @@ class Seq2SeqProgram : public TrainingProgram {
   explicit Seq2SeqProgram(const TrainSeq2SeqArgs& a) : TrainingProgram(a.kInfo, a), a_(a) {}
 
  private:
-  void configure(const Checkpoint* ck) override {
+  void configure(const Checkpoint* ck, const TrainerOptions& t) override {
     model_options_ = ck ? checkpoint_entry(*ck, "model", seq2seq_options_from_json) : a_.model;
     task_ = ck ? checkpoint_entry(*ck, "task", seq2seq_task_options_from_json) : a_.task;
-  }
-  std::string run_dir() const override { return std::string("runs/") + seq2seq_task_name(task_.kind); }
-  std::string plot_title(const TrainerOptions& t) const override {
+    run_dir_ = std::string("runs/") + seq2seq_task_name(task_.kind);
     std::ostringstream title;
     title << seq2seq_task_name(task_.kind) << ": lengths " << task_.min_len << "-" << task_.max_len << ", d_model "
           << model_options_.d_model << ", " << model_options_.n_encoder_layers << "+"
           << model_options_.n_decoder_layers << " layers, " << optimizer_kind_name(t.optimizer) << " lr " << t.lr;
-    return title.str();
+    plot_title_ = title.str();
   }
   TrainingJob& build() override {
     model_.emplace(model_options_);
@@ -59,12 +57,9 @@ class Seq2SeqProgram : public TrainingProgram {
       os << ", " << task_.symbols << " symbols, length " << task_.min_len << " to " << task_.max_len;
     }
     os << ", batch " << task_.batch_size << ", seed " << task_.seed << "\n"
-       << "model  d_model " << m.d_model << ", " << m.n_head << " heads, d_ff " << m.d_ff << ", "
-       << m.n_encoder_layers << "+" << m.n_decoder_layers << " layers, " << (m.norm_first ? "pre-norm" : "post-norm")
-       << ", " << positional_kind_name(m.positional) << " positions, dropout " << m.dropout << ", " << params
-       << " parameters\n"
-       << describe_training(t, "budget " + std::to_string(t.steps) + " steps, target " +
-                                   percent(t.target_seq_acc) + " exact (greedy)");
+       << describe_block_model(m, std::to_string(m.n_encoder_layers) + "+" + std::to_string(m.n_decoder_layers), params)
+       << describe_training(t, "budget " + std::to_string(t.steps) + " steps, target " + percent(t.target_seq_acc) +
+                                   " exact (greedy)");
     return os.str();
   }
   void report(const TrainSummary& s) override {

@@ -38,41 +38,35 @@ class SequenceProgram : public TrainingProgram {
   explicit SequenceProgram(const TrainSequenceArgs& a) : TrainingProgram(a.kInfo, a), a_(a) {}
 
  private:
-  void configure(const Checkpoint* ck) override {
+  void configure(const Checkpoint* ck, const TrainerOptions& t) override {
     model_options_ = ck ? checkpoint_entry(*ck, "model", sequence_model_options_from_json) : a_.model;
     task_ = ck ? checkpoint_entry(*ck, "task", sequence_task_options_from_json) : a_.task;
-  }
-  std::string run_dir() const override { return std::string("runs/") + sequence_task_name(task_.kind); }
-  void check_memory(const TrainerOptions& t) const override {
-    check_memory_fits(estimate_training_memory(model_options_, task_, t, a_.eval_sequences), available_memory_bytes(),
-                      a_.resume_path.empty()
-                          ? "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer "
-                            "state) and by --batch, --length and --heads (activations)"
-                          : "the checkpoint's model and task settings are too large for this machine");
-  }
-  std::string plot_title(const TrainerOptions& t) const override {
+    const SequenceModelOptions& m = model_options_;
+    run_dir_ = std::string("runs/") + sequence_task_name(task_.kind);
     std::ostringstream title;
     title << sequence_task_name(task_.kind) << ": vocab " << task_.vocab_size << ", length " << task_.seq_len
-          << ", d_model " << model_options_.d_model << ", " << model_options_.n_layers << " layers, "
-          << optimizer_kind_name(t.optimizer) << " lr " << t.lr;
-    return title.str();
+          << ", d_model " << m.d_model << ", " << m.n_layers << " layers, " << optimizer_kind_name(t.optimizer)
+          << " lr " << t.lr;
+    plot_title_ = title.str();
+    // The model, its optimizer and its activations must fit in memory before anything is built.
+    check_memory_fits(estimate_training_memory(m, task_, t, a_.eval_sequences), available_memory_bytes(),
+                      ck ? "the checkpoint's model and task settings are too large for this machine"
+                         : "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer "
+                           "state) and by --batch, --length and --heads (activations)");
   }
   TrainingJob& build() override {
     model_.emplace(model_options_);
     return job_.emplace(*model_, task_, a_.eval_sequences);
   }
   std::string describe(const TrainerOptions& t, int64_t params) const override {
-    const SequenceModelOptions& m = model_options_;
     std::ostringstream os;
     os << "task   " << sequence_task_name(task_.kind);
     if (task_.kind == SequenceTaskKind::shift) os << " (k=" << task_.shift << ")";
     os << ", vocab " << task_.vocab_size << ", length " << task_.seq_len << ", batch " << task_.batch_size
        << ", seed " << task_.seed << "\n"
-       << "model  d_model " << m.d_model << ", " << m.n_head << " heads, d_ff " << m.d_ff << ", " << m.n_layers
-       << " layers, " << (m.norm_first ? "pre-norm" : "post-norm") << ", " << positional_kind_name(m.positional)
-       << " positions, dropout " << m.dropout << ", " << params << " parameters\n"
-       << describe_training(t, "budget " + std::to_string(t.steps) + " steps, target " +
-                                   percent(t.target_seq_acc) + " exact");
+       << describe_block_model(model_options_, std::to_string(model_options_.n_layers), params)
+       << describe_training(t, "budget " + std::to_string(t.steps) + " steps, target " + percent(t.target_seq_acc) +
+                                   " exact");
     return os.str();
   }
   void report(const TrainSummary& s) override {

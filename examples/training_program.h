@@ -1,31 +1,20 @@
-// What the three training programs (train_sequence, train_gpt, train_seq2seq) share, written
-// once: the command line and config files on CLI11, and the run around the one training loop.
+// What the training programs (train_sequence, train_gpt, train_seq2seq) share, written once:
+// the flags and config files on CLI11, and the run around the one training loop. A program
+// brings its Args, derived from TrainingArgs (`a.trainer.lr`, `a.save_path`), with declare()
+// for its own flags and finish() for its own checks, and a TrainingProgram with what only it
+// knows: its model and job, the lines that describe the run and report its end.
 //
-// A program brings its Args (derived from TrainingArgs: `a.trainer.lr`, `a.save_path`, ...)
-// with its own flags and checks, and a TrainingProgram with what only it knows: its model and
-// job, the lines that describe the run and report its end.
-//
-//   struct TrainSequenceArgs : TrainingArgs {
-//     static constexpr ProgramInfo kInfo{...};
-//     void declare(Flags& f);                 // its task, model and batch flags
-//     void finish(const CommandLine& line);   // choices into options, its own checks
-//   };
-//   TrainSequenceArgs a = parse_training_args<TrainSequenceArgs>({"--task", "sort"});
+//   TrainSequenceArgs a = parse_training_args<TrainSequenceArgs>({"--config", "run.toml", "--lr", "1e-3"});
 //   int main(int argc, char** argv) { return training_program_main<TrainSequenceArgs>(argc, argv, run); }
 //
-// Command line: every flag can also come from a TOML file given with --config (keys are the
-// flag names without the dashes: `d-model = 96`); the command line wins. --write-config writes
-// the effective configuration, and every fresh run leaves a copy beside its metrics log, so that
-// `--config` of it repeats the run. Every problem (an unknown flag or key, a missing value, a
-// value that is not a number, out of range or not one of the choices, flags that contradict each
-// other) is a UsageError naming the flag, and for a config file the file, the key and its line;
-// main() prints it and exits with 2. With --resume the checkpoint decides everything that shapes
-// the trajectory, so the flags that would change it are refused.
-//
-// Run: the --resume checkpoint is opened once and everything (options, model, job, the resume
-// itself) is built from that one Checkpoint. Under mpirun every rank trains its part of each
-// batch; rank 0 alone writes files and prints. Ctrl-C stops after the current update and saves
-// (with --save). Exit codes: 0 done, 1 error, 2 bad command line, 130 interrupted.
+// Every flag can also come from a TOML file (--config; keys are the flags without dashes, the
+// command line wins); --write-config writes the effective configuration, and a fresh run leaves
+// a copy beside its metrics log, so that `--config` of it repeats the run. A bad flag, key or
+// value, or flags that contradict each other, are a UsageError naming the flag (and the file,
+// key and line), exit 2. With --resume the checkpoint, opened once, decides everything that
+// shapes the trajectory: flags that would change it are refused. Under mpirun every rank trains
+// its part of each batch and rank 0 alone writes and prints. Ctrl-C stops after the current
+// update and saves. Exit codes: 0 done, 1 error, 2 bad command line, 130 interrupted.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -35,15 +24,12 @@
 #include <charconv>
 #include <cmath>
 #include <csignal>
-#include <cstdint>
-#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <optional>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,6 +43,7 @@
 #include "attograd/train/io/outputs.h"
 #include "attograd/train/report/progress.h"
 #include "attograd/train/trainer.h"
+#include "threads_flag.h"
 
 #ifndef ATTOGRAD_VERSION
 #define ATTOGRAD_VERSION "unknown"
@@ -71,54 +58,43 @@ class UsageError : public std::invalid_argument {
 
 namespace detail {
 
-inline std::string range_text(const std::string& low, const std::string& high, bool high_open) {
-  return "[" + low + ", " + high + (high_open ? ")" : "]");
-}
-
 // A finite number within [low, high] (or [low, high)): CLI11's Range lets NaN through, and a
 // learning rate of NaN is no learning rate.
-inline CLI::Validator finite_range(double low, double high, bool high_open = false) {
-  const std::string range = range_text(format_number(low), format_number(high), high_open);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        double v = 0;
-        std::istringstream in(text);
-        if (!(in >> v) || !(in >> std::ws).eof() || !std::isfinite(v)) return "'" + text + "' is not a finite number";
-        if (v < low || v > high || (high_open && v == high)) return text + " is out of range " + range;
-        return {};
-      },
-      range);
+inline CLI::Validator finite_range(double low, double high, bool high_open) {
+  const std::string range = "[" + format_number(low) + ", " + format_number(high) + (high_open ? ")" : "]");
+  return {[=](std::string& text) -> std::string {
+            double v = 0;
+            std::istringstream in(text);
+            if (!(in >> v) || !(in >> std::ws).eof() || !std::isfinite(v)) return "'" + text + "' is not a finite number";
+            return v < low || v > high || (high_open && v == high) ? text + " is out of range " + range : "";
+          },
+          range};
 }
 
 // An integer within [low, high], read whole (no "12x", no "1.5").
 template <typename Int>
-CLI::Validator whole_number(Int low, Int high, const std::string& what) {
-  const std::string range = range_text(std::to_string(low), std::to_string(high), false);
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        Int v = 0;
-        const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) return "'" + text + "' is not " + what;
-        if (v < low || v > high) return text + " is out of range " + range;
-        return {};
-      },
-      what == "an integer" ? range : "UINT64");
+CLI::Validator whole_number(Int low, Int high, const std::string& what, const std::string& shown) {
+  return {[=](std::string& text) -> std::string {
+            Int v = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return "'" + text + "' is not " + what;
+            return v < low || v > high ? text + " is out of range " + shown : "";
+          },
+          shown};
 }
 
 inline CLI::Validator one_of(std::vector<std::string> choices) {
   std::string list;
-  for (size_t i = 0; i < choices.size(); ++i) list += (i ? "|" : "") + choices[i];
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        if (std::find(choices.begin(), choices.end(), text) != choices.end()) return {};
-        return "'" + text + "' is not one of " + list;
-      },
-      list);
+  for (const std::string& c : choices) list += (list.empty() ? "" : "|") + c;
+  return {[=](std::string& text) -> std::string {
+            const bool known = std::find(choices.begin(), choices.end(), text) != choices.end();
+            return known ? "" : "'" + text + "' is not one of " + list;
+          },
+          list};
 }
 
 inline bool named_in(const std::vector<std::string>& argv, const std::string& flag) {
-  return std::any_of(argv.begin(), argv.end(),
-                     [&](const std::string& arg) { return arg == flag || arg.rfind(flag + "=", 0) == 0; });
+  return std::any_of(argv.begin(), argv.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
 }
 
 // Keys of a TOML file with their line numbers, to say where a bad value came from.
@@ -216,22 +192,6 @@ inline std::string configuration_text(const std::string& toml, const std::string
 
 }  // namespace detail
 
-// --threads for every program: "auto" (every core this process may run on, as usable_cores
-// counts them) or a count, resolved with parse_threads once the command line is read.
-inline CLI::Option* add_threads_flag(CLI::App& app, std::string& text, const std::string& help, int max = 256) {
-  const auto check = [max](std::string& value) -> std::string {
-    try {
-      parse_threads(value, max);
-      return {};
-    } catch (const std::invalid_argument& e) {
-      return e.what();
-    }
-  };
-  return app.add_option("--threads", text, help + ": auto (the cores this process may use) or a count")
-      ->check(CLI::Validator(check, "auto|N"))
-      ->capture_default_str();
-}
-
 // What tells one training program from another where the shared code speaks of it.
 struct ProgramInfo {
   const char* name;         // "train_sequence": messages and the configuration's first line
@@ -246,35 +206,27 @@ struct ProgramInfo {
 // The flags every training program has, bound to TrainerOptions and the run's files.
 struct TrainingArgs {
   TrainerOptions trainer;
-  uint64_t seed = 0;              // the initialisation, the dropout masks and the training data
-  std::string save_path;          // checkpoint, written at every evaluation and at the end
-  std::string resume_path;
-  std::string log_path;           // empty: <outputs>/metrics.jsonl
-  std::string plot_path;          // empty: <outputs>/plot.svg
-  std::string config_path;        // --config: flags read from this TOML file
-  std::string write_config_path;  // --write-config: the effective configuration goes here
-  std::string config_text;        // the effective configuration as TOML (every flag, its value)
-  std::string threads = "auto";   // --threads, resolved into trainer.threads
-  std::string optimizer, schedule;  // --optimizer, --schedule, resolved into trainer
-  bool overwrite = false;         // replace an existing checkpoint or file of another run
-  bool quiet = false;
-  bool help = false;
-  bool version = false;
+  uint64_t seed = 0;  // the initialisation, the dropout masks and the training data
+  // The checkpoint (at every evaluation and at the end), the one to continue, and the metrics
+  // log and plot (empty: under the program's outputs directory).
+  std::string save_path, resume_path, log_path, plot_path;
+  std::string config_path, write_config_path;  // --config, --write-config
+  std::string config_text;                     // the effective configuration as TOML
+  std::string threads = "auto", optimizer, schedule;  // resolved into trainer
+  bool overwrite = false, quiet = false, help = false, version = false;
 };
 
-// Declares flags on a CLI11 app in the house style: numbers checked whole and finite, choices
-// listed, empty paths refused. The flags of a group declared with from_checkpoint are what a
-// resumed run takes from its checkpoint, and are refused next to --resume.
+// Declares flags in the house style: numbers read whole and finite, choices listed, empty paths
+// refused (an unset shell variable is never what the user meant). The flags of a group marked
+// from_checkpoint are what a resumed run takes from its checkpoint: refused next to --resume.
 class Flags {
  public:
   explicit Flags(CLI::App& app) : app_(app) {}
 
-  void group(const char* name, bool from_checkpoint) {
-    group_ = name;
-    from_checkpoint_ = from_checkpoint;
-  }
+  void group(const char* name, bool from_checkpoint) { group_ = name, from_checkpoint_ = from_checkpoint; }
   CLI::Option* integer(const char* flag, int64_t& into, int64_t low, int64_t high, const std::string& help) {
-    return add(app_.add_option(flag, into, help)->check(detail::whole_number(low, high, "an integer")));
+    const std::string range = "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
+    return add(app_.add_option(flag, into, help)->check(detail::whole_number(low, high, "an integer", range)));
   }
   CLI::Option* real(const char* flag, double& into, double low, double high, const std::string& help,
                     bool high_open = false) {
@@ -283,16 +235,14 @@ class Flags {
   CLI::Option* choice(const char* flag, std::string& into, const std::string& help, std::vector<std::string> choices) {
     return add(app_.add_option(flag, into, help)->check(detail::one_of(std::move(choices))));
   }
-  // An empty path is what an unset shell variable gives: never what the user meant.
   CLI::Option* path(const char* flag, std::string& into, const std::string& help) {
-    const CLI::Validator given([](std::string& p) { return p.empty() ? std::string("the path is empty") : std::string(); },
-                               "PATH");
-    return add(app_.add_option(flag, into, help)->check(given));
+    const auto given = [](std::string& p) { return p.empty() ? std::string("the path is empty") : std::string(); };
+    return add(app_.add_option(flag, into, help)->check(CLI::Validator(given, "PATH")));
   }
   CLI::Option* flag(const char* name, bool& into, const std::string& help) { return add(app_.add_flag(name, into, help)); }
   CLI::Option* seed(uint64_t& into, const std::string& help) {
-    return add(app_.add_option("--seed", into, help)
-                   ->check(detail::whole_number<uint64_t>(0, UINT64_MAX, "an unsigned 64-bit integer")));
+    const auto any = detail::whole_number<uint64_t>(0, UINT64_MAX, "an unsigned 64-bit integer", "UINT64");
+    return add(app_.add_option("--seed", into, help)->check(any));
   }
   CLI::App& app() { return app_; }
   const std::vector<std::string>& from_checkpoint() const { return checkpointed_; }
@@ -364,6 +314,16 @@ void finish_block_flags(const CommandLine& line, ModelOptions& m, const BlockCho
   m.positional = line.choice("--positional", parse_positional_kind, c.positional);
   if (c.pre_norm || c.post_norm) m.norm_first = c.pre_norm;
   if (!line.resuming) check_heads(m.d_model, m.n_head);
+}
+
+// The "model" line of a program's description for those models, `layers` e.g. "2" or "2+2".
+template <typename ModelOptions>
+std::string describe_block_model(const ModelOptions& m, const std::string& layers, int64_t parameters) {
+  std::ostringstream os;
+  os << "model  d_model " << m.d_model << ", " << m.n_head << " heads, d_ff " << m.d_ff << ", " << layers << " layers, "
+     << (m.norm_first ? "pre-norm" : "post-norm") << ", " << positional_kind_name(m.positional)
+     << " positions, dropout " << m.dropout << ", " << parameters << " parameters\n";
+  return os.str();
 }
 
 namespace detail {
@@ -532,45 +492,37 @@ class TrainingProgram {
     print_on_root_only(comm);
     const bool fresh = args_.resume_path.empty();
     std::optional<Checkpoint> ck;  // the one read of the resumed file
-    if (!fresh) {
-      ck.emplace(Checkpoint::open(args_.resume_path));
-      require_model_kind(*ck, info_.kind);
-    }
+    if (!fresh) require_model_kind(ck.emplace(Checkpoint::open(args_.resume_path)), info_.kind);
     // A resumed run's trajectory comes from the checkpoint; only what observes it from the flags.
     TrainerOptions trainer = fresh ? args_.trainer : resumed_trainer_options(*ck, args_.trainer);
     trainer.communicator = &comm;
-    configure(ck ? &*ck : nullptr);
+    configure(ck ? &*ck : nullptr, trainer);
 
-    TrainerOutputs outputs;
-    outputs.log_path = args_.log_path.empty() ? run_dir() + "/metrics.jsonl" : args_.log_path;
-    outputs.plot_path = args_.plot_path.empty() ? run_dir() + "/plot.svg" : args_.plot_path;
-    outputs.checkpoint_path = args_.save_path;
+    TrainerOutputs out{.checkpoint_path = args_.save_path, .plot_title = plot_title_};
+    out.log_path = args_.log_path.empty() ? run_dir_ + "/metrics.jsonl" : args_.log_path;
+    out.plot_path = args_.plot_path.empty() ? run_dir_ + "/plot.svg" : args_.plot_path;
     // The configuration goes beside the metrics log, so that `--config` of it repeats the run.
-    const std::filesystem::path log_dir = std::filesystem::path(outputs.log_path).parent_path();
-    const std::string config_copy = (log_dir.empty() ? std::filesystem::path("config.toml") : log_dir / "config.toml").string();
-    // Before anything is built or trained: the outputs can be written and destroy nothing.
-    // Over several processes rank 0 alone writes them; the others only train and evaluate.
+    const std::string config_copy = (std::filesystem::path(out.log_path).parent_path() / "config.toml").string();
+    // Before anything is built: the outputs can be written and destroy nothing. Over several
+    // processes rank 0 alone writes them; the others only train and evaluate.
     if (comm.is_root()) {
-      prepare_outputs({{"--save", outputs.checkpoint_path, OutputKind::checkpoint},
-                       {"--log", outputs.log_path, OutputKind::metrics_log},
-                       {"--plot", outputs.plot_path, OutputKind::plot},
+      prepare_outputs({{"--save", out.checkpoint_path, OutputKind::checkpoint},
+                       {"--log", out.log_path, OutputKind::metrics_log},
+                       {"--plot", out.plot_path, OutputKind::plot},
                        {"the configuration copy", config_copy, OutputKind::config}},
                       {.resume = args_.resume_path, .overwrite = args_.overwrite});
+      if (fresh) write_file_atomically(config_copy, args_.config_text);  // a resume keeps the run's own
     } else {
-      outputs = {};
+      out.log_path = out.plot_path = out.checkpoint_path = "";
     }
-    check_memory(trainer);
-    outputs.plot_title = plot_title(trainer);
     if (!args_.quiet) {
-      outputs.progress = &std::cout;
+      out.progress = &std::cout;
       // Under mpirun rank 0 writes to a pty even when mpirun's output goes to a file: no redrawing.
-      outputs.interactive = stdout_is_terminal() && comm.size() == 1;
+      out.interactive = stdout_is_terminal() && comm.size() == 1;
     }
-    if (fresh && comm.is_root()) write_file_atomically(config_copy, args_.config_text);  // a resume keeps its own
-
     if (fresh) manual_seed(args_.seed);  // the parameters are drawn from the default generator
     TrainingJob& job = build();
-    Trainer t(job, trainer, outputs);
+    Trainer t(job, trainer, out);
     if (ck) {
       t.resume(*ck);
       std::cout << "resumed " << args_.resume_path << " at step " << t.step() << "\n";
@@ -584,9 +536,9 @@ class TrainingProgram {
     detail::g_interruptible = nullptr;
 
     std::cout << "\n"
-              << (s.reached_target           ? "reached the target"
-                  : s.interrupted            ? "interrupted"
-                  : std::isnan(s.eval.seq_acc) ? "done"
+              << (s.reached_target             ? "reached the target"
+                  : s.interrupted              ? "interrupted"
+                  : std::isnan(s.eval.seq_acc) ? "done"  // no accuracy, no target
                                                : "step budget used up, target not reached")
               << " after " << s.steps << " steps (" << s.steps_this_run << " in this session) in "
               << format_duration(s.run_s) << " (" << format_rate(s.tokens_per_s) << " tokens/s)";
@@ -594,31 +546,31 @@ class TrainingProgram {
     std::cout << "\n";
     report(s);
     if (const DataParallel* dp = t.data_parallel()) std::cout << dp->report() << "\n";
-    std::cout << "metrics " << outputs.log_path << "\nplot    " << outputs.plot_path << "\n";
-    if (!outputs.checkpoint_path.empty()) {
-      std::cout << "checkpoint " << outputs.checkpoint_path << " (continue with --resume " << outputs.checkpoint_path
-                << checkpoint_hint(outputs.checkpoint_path) << ")\n";
+    std::cout << "metrics " << out.log_path << "\nplot    " << out.plot_path << "\n";
+    if (!out.checkpoint_path.empty()) {
+      std::cout << "checkpoint " << out.checkpoint_path << " (continue with --resume " << out.checkpoint_path
+                << checkpoint_hint_ << ")\n";
     }
     last_lines(s);
     return s.interrupted ? 130 : 0;
   }
 
  protected:
-  // The run's model, task or data: from the checkpoint when resuming (null for a fresh run).
-  virtual void configure(const Checkpoint* resumed) = 0;
-  virtual std::string run_dir() const = 0;  // where the log and plot go by default
-  virtual void check_memory(const TrainerOptions&) const {}
-  virtual std::string plot_title(const TrainerOptions& trainer) const = 0;
-  // The model (initialised from the default generator) and its job; they live in the program.
+  // The run's model and task or data, from the checkpoint when resuming (else null): sets
+  // run_dir_ (where the log and plot go by default) and plot_title_, and checks what it can
+  // before anything is built.
+  virtual void configure(const Checkpoint* resumed, const TrainerOptions& trainer) = 0;
+  // The model (initialised from the default generator) and its job, both kept by the program.
   virtual TrainingJob& build() = 0;
   virtual std::string describe(const TrainerOptions& trainer, int64_t parameters) const = 0;
-  // The held-out results after the summary line, and whatever else the program shows of its model.
+  // The held-out results below the summary line, and whatever else the program shows.
   virtual void report(const TrainSummary& summary) = 0;
-  virtual std::string checkpoint_hint(const std::string&) const { return {}; }
   virtual void last_lines(const TrainSummary&) {}
 
   const ProgramInfo& info_;
   const TrainingArgs& args_;
+  std::string run_dir_, plot_title_;
+  std::string checkpoint_hint_;  // after "continue with --resume PATH" in the last line
 };
 
 // The main() of the training programs: the command line (a UsageError exits 2 with a pointer
