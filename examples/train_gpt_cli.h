@@ -21,7 +21,6 @@ inline constexpr const char* kGPTRunDir = "runs/gpt";
 struct TrainGPTArgs : TrainingArgs {
   static constexpr ProgramInfo kInfo{
       .name = "train_gpt",
-      .kind = "gpt",
       .description = "Trains a small GPT on a text, character by character (or byte by byte), and prints samples as "
                      "it learns.\nThe defaults train the 'baby' model (4 layers, 4 heads, d_model 128, context 128) on "
                      "Debian's fortunes in a few minutes on two cores.",

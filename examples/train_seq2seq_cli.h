@@ -19,7 +19,6 @@ namespace ag {
 struct TrainSeq2SeqArgs : TrainingArgs {
   static constexpr ProgramInfo kInfo{
       .name = "train_seq2seq",
-      .kind = "seq2seq",
       .description = "Trains an encoder-decoder transformer (the original Transformer, small) on a generated task of\n"
                      "variable-length sequences and decodes held-out sources greedily or with beam search.\n"
                      "The defaults train reverse-var (1 to 8 symbols) to 99% exact held-out outputs.",

@@ -5,11 +5,8 @@
 //   build/examples/train_sequence --task sort --steps 3000 --save runs/sort/ckpt.safetensors
 //   build/examples/train_sequence --resume runs/sort/ckpt.safetensors
 //
-// Writes the metrics log (JSON lines), an SVG plot of loss and accuracy and the run's
-// configuration under runs/<task>/ unless --log / --plot say otherwise; what every training
-// program shares (resume, Ctrl-C, mpirun, exit codes) is in training_program.h.
-#include <optional>
-
+// Its metrics log, plot and configuration go to runs/<task>/ unless --log / --plot say
+// otherwise; what every training program shares is in training_program.h.
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/memory.h"
 #include "attograd/train/sequence_job.h"
@@ -19,7 +16,7 @@ namespace {
 
 using namespace ag;
 
-// Tokens as one character each (0-9, then a-z) when the vocabulary allows, else numbers.
+// Row `row` of x, one character a token (0-9, then a-z) when the vocabulary allows, else numbers.
 std::string format_tokens(const Indices& x, int64_t row, int64_t vocab) {
   std::string out;
   for (int64_t i = 0, t = x.shape[1]; i < t; ++i) {
@@ -33,67 +30,51 @@ std::string format_tokens(const Indices& x, int64_t row, int64_t vocab) {
   return out;
 }
 
-class SequenceProgram : public TrainingProgram {
- public:
-  explicit SequenceProgram(const TrainSequenceArgs& a) : TrainingProgram(a.kInfo, a), a_(a) {}
+int run(const TrainSequenceArgs& a) {
+  TrainingRun run(a, "sequence");
+  const Checkpoint* ck = run.checkpoint();
+  const TrainerOptions& t = run.trainer;
+  const SequenceModelOptions m = ck ? checkpoint_entry(*ck, "model", sequence_model_options_from_json) : a.model;
+  const SequenceTaskOptions task = ck ? checkpoint_entry(*ck, "task", sequence_task_options_from_json) : a.task;
+  // The model, its optimizer and its activations must fit in memory before anything is built.
+  check_memory_fits(estimate_training_memory(m, task, t, a.eval_sequences), available_memory_bytes(),
+                    ck ? "the checkpoint's model and task settings are too large for this machine"
+                       : "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer "
+                         "state) and by --batch, --length and --heads (activations)");
+  std::ostringstream title, about;
+  title << sequence_task_name(task.kind) << ": vocab " << task.vocab_size << ", length " << task.seq_len << ", d_model "
+        << m.d_model << ", " << m.n_layers << " layers, " << optimizer_kind_name(t.optimizer) << " lr " << t.lr;
+  run.prepare(std::string("runs/") + sequence_task_name(task.kind), title.str());
 
- private:
-  void configure(const Checkpoint* ck, const TrainerOptions& t) override {
-    model_options_ = ck ? checkpoint_entry(*ck, "model", sequence_model_options_from_json) : a_.model;
-    task_ = ck ? checkpoint_entry(*ck, "task", sequence_task_options_from_json) : a_.task;
-    const SequenceModelOptions& m = model_options_;
-    run_dir_ = std::string("runs/") + sequence_task_name(task_.kind);
-    std::ostringstream title;
-    title << sequence_task_name(task_.kind) << ": vocab " << task_.vocab_size << ", length " << task_.seq_len
-          << ", d_model " << m.d_model << ", " << m.n_layers << " layers, " << optimizer_kind_name(t.optimizer)
-          << " lr " << t.lr;
-    plot_title_ = title.str();
-    // The model, its optimizer and its activations must fit in memory before anything is built.
-    check_memory_fits(estimate_training_memory(m, task_, t, a_.eval_sequences), available_memory_bytes(),
-                      ck ? "the checkpoint's model and task settings are too large for this machine"
-                         : "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer "
-                           "state) and by --batch, --length and --heads (activations)");
-  }
-  TrainingJob& build() override {
-    model_.emplace(model_options_);
-    return job_.emplace(*model_, task_, a_.eval_sequences);
-  }
-  std::string describe(const TrainerOptions& t, int64_t params) const override {
-    std::ostringstream os;
-    os << "task   " << sequence_task_name(task_.kind);
-    if (task_.kind == SequenceTaskKind::shift) os << " (k=" << task_.shift << ")";
-    os << ", vocab " << task_.vocab_size << ", length " << task_.seq_len << ", batch " << task_.batch_size
-       << ", seed " << task_.seed << "\n"
-       << describe_block_model(model_options_, std::to_string(model_options_.n_layers), params)
-       << describe_training(t, "budget " + std::to_string(t.steps) + " steps, target " + percent(t.target_seq_acc) +
-                                   " exact");
-    return os.str();
-  }
-  void report(const TrainSummary& s) override {
-    std::cout << "held-out (" << job_->eval_sequences() << " sequences): loss " << std::setprecision(4) << s.eval.loss
-              << ", token accuracy " << percent(s.eval.token_acc) << ", exact-sequence accuracy "
-              << percent(s.eval.seq_acc) << "\n";
-    // A few held-out examples: the first rows of the first held-out batch.
-    const SequenceBatch examples = job_->task().eval_batch(0);
-    const Indices predicted = job_->predict(examples.inputs);
-    const int64_t vocab = task_.vocab_size, per_row = examples.inputs.shape[1];
-    std::cout << "examples (input -> predicted, expected):\n";
-    for (int64_t r = 0; r < std::min<int64_t>(4, examples.inputs.shape[0]); ++r) {
-      const auto row = [&](const Indices& x) { return std::vector<int64_t>(x.data.begin() + r * per_row, x.data.begin() + (r + 1) * per_row); };
-      std::cout << "  " << format_tokens(examples.inputs, r, vocab) << " -> " << format_tokens(predicted, r, vocab)
-                << "  " << (row(predicted) == row(examples.targets) ? "ok " : "BAD") << "  "
-                << format_tokens(examples.targets, r, vocab) << "\n";
-    }
-  }
+  SequenceModel model(m);
+  SequenceJob job(model, task, a.eval_sequences);
+  about << "task   " << sequence_task_name(task.kind);
+  if (task.kind == SequenceTaskKind::shift) about << " (k=" << task.shift << ")";
+  about << ", vocab " << task.vocab_size << ", length " << task.seq_len << ", batch " << task.batch_size << ", seed "
+        << task.seed << "\n"
+        << describe_block_model(m, std::to_string(m.n_layers), model.num_parameters())
+        << describe_training(t, "budget " + std::to_string(t.steps) + " steps, target " + percent(t.target_seq_acc) +
+                                    " exact");
+  const TrainSummary s = run.train(job, about.str());
 
-  const TrainSequenceArgs& a_;
-  SequenceModelOptions model_options_;
-  SequenceTaskOptions task_;
-  std::optional<SequenceModel> model_;
-  std::optional<SequenceJob> job_;
-};
-
-int run(const TrainSequenceArgs& args) { return SequenceProgram(args).run(); }
+  std::cout << "held-out (" << a.eval_sequences << " sequences): loss " << std::setprecision(4) << s.eval.loss
+            << ", token accuracy " << percent(s.eval.token_acc) << ", exact-sequence accuracy "
+            << percent(s.eval.seq_acc) << "\n";
+  // A few held-out examples: the first rows of the first held-out batch.
+  const SequenceBatch examples = job.task().eval_batch(0);
+  const Indices predicted = job.predict(examples.inputs);
+  const int64_t length = examples.inputs.shape[1];
+  std::cout << "examples (input -> predicted, expected):\n";
+  for (int64_t r = 0; r < std::min<int64_t>(4, examples.inputs.shape[0]); ++r) {
+    const auto begin = static_cast<std::ptrdiff_t>(r * length);
+    const bool ok = std::equal(predicted.data.begin() + begin, predicted.data.begin() + begin + length,
+                               examples.targets.data.begin() + begin);
+    std::cout << "  " << format_tokens(examples.inputs, r, task.vocab_size) << " -> "
+              << format_tokens(predicted, r, task.vocab_size) << "  " << (ok ? "ok " : "BAD") << "  "
+              << format_tokens(examples.targets, r, task.vocab_size) << "\n";
+  }
+  return run.finish(s);
+}
 
 }  // namespace
 

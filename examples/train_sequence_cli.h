@@ -19,7 +19,6 @@ namespace ag {
 struct TrainSequenceArgs : TrainingArgs {
   static constexpr ProgramInfo kInfo{
       .name = "train_sequence",
-      .kind = "sequence",
       .description = "Trains a small transformer encoder on a toy sequence task and reports held-out accuracy.\n"
                      "The defaults train `reverse` (length 16, vocab 16) to 99% exact-sequence accuracy in seconds.",
       .holds = "model, task",

@@ -97,37 +97,28 @@ inline bool named_in(const std::vector<std::string>& argv, const std::string& fl
   return std::any_of(argv.begin(), argv.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
 }
 
-// Keys of a TOML file with their line numbers, to say where a bad value came from.
-inline std::vector<std::pair<std::string, int>> config_keys(const std::string& path) {
-  std::vector<std::pair<std::string, int>> keys;
-  std::ifstream in(path);
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    // `  key = value`: the name is the run of [A-Za-z0-9_.-] before '=' (blanks around it allowed).
-    const size_t begin = line.find_first_not_of(" \t");
-    const size_t eq = line.find('=');
-    if (begin == std::string::npos || eq == std::string::npos || eq <= begin) continue;
-    std::string name = line.substr(begin, eq - begin);
-    name.erase(name.find_last_not_of(" \t") + 1);
-    const bool plain = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-';
-    });
-    if (plain) keys.emplace_back(name, number);
-  }
-  return keys;
-}
-
-// CLI11's message, plus the config file's key and line when the value came from there.
+// CLI11's message, plus the config file's key and line when the value came from there: the
+// first `key = ...` line whose flag the message names and the command line does not give.
 inline std::string explain(const std::string& message, const std::string& config_path,
                            const std::vector<std::string>& argv) {
   if (config_path.empty()) return message;
-  for (const auto& [key, line] : config_keys(config_path)) {
+  std::ifstream in(config_path);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    // The key is the run of [A-Za-z0-9_.-] before '=' (blanks around it allowed).
+    const size_t begin = line.find_first_not_of(" \t"), eq = line.find('=');
+    if (begin == std::string::npos || eq == std::string::npos || eq <= begin) continue;
+    std::string key = line.substr(begin, eq - begin);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const bool plain = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-';
+    });
     const std::string flag = "--" + key;
     const bool named = message.find(flag + ":") != std::string::npos || message.find(flag + " ") != std::string::npos ||
                        message.find(flag + "=") != std::string::npos || message.find("parse " + key) != std::string::npos ||
                        message.rfind(flag, 0) == 0;
-    if (named && !named_in(argv, flag)) {
-      return "config file '" + config_path + "', line " + std::to_string(line) + ", key '" + key + "': " + message;
+    if (plain && named && !named_in(argv, flag)) {
+      return "config file '" + config_path + "', line " + std::to_string(number) + ", key '" + key + "': " + message;
     }
   }
   return "config file '" + config_path + "': " + message;
@@ -195,7 +186,6 @@ inline std::string configuration_text(const std::string& toml, const std::string
 // What tells one training program from another where the shared code speaks of it.
 struct ProgramInfo {
   const char* name;         // "train_sequence": messages and the configuration's first line
-  const char* kind;         // the model kind of its checkpoints (TrainingJob::kind)
   const char* description;  // --help's opening
   const char* holds;        // what its checkpoints fix besides the optimizer: "model, task"
   const char* eval_every;   // --eval-every's help
@@ -480,61 +470,69 @@ extern "C" inline void on_interrupt(int) {
 }
 }  // namespace detail
 
-// One run of a training program: the shared plumbing in run(), what is the program's own in
-// the functions it overrides.
-class TrainingProgram {
+// The plumbing of one run, in the order a program calls it:
+//
+//   TrainingRun run(args, "sequence");          // the --resume checkpoint, opened once, and the options
+//   ... the model's options: from run.checkpoint() when resuming, else from the flags ...
+//   run.prepare("runs/sort", "sort: ...");      // the outputs (rank 0), the config copy, the seed
+//   SequenceModel model(options); SequenceJob job(model, task);
+//   const TrainSummary s = run.train(job, describe(...));   // resume, Ctrl-C, the summary line
+//   ... the program's report ...
+//   return run.finish(s);                       // the last lines and the exit code
+class TrainingRun {
  public:
-  TrainingProgram(const ProgramInfo& info, const TrainingArgs& args) : info_(info), args_(args) {}
-  virtual ~TrainingProgram() = default;
-
-  int run() {
-    Communicator& comm = Communicator::world();  // under mpirun: this rank of a data-parallel run
-    print_on_root_only(comm);
-    const bool fresh = args_.resume_path.empty();
-    std::optional<Checkpoint> ck;  // the one read of the resumed file
-    if (!fresh) require_model_kind(ck.emplace(Checkpoint::open(args_.resume_path)), info_.kind);
+  TrainingRun(const TrainingArgs& args, const char* kind) : args_(args), comm_(Communicator::world()) {
+    print_on_root_only(comm_);  // under mpirun: this rank of a data-parallel run
+    if (!args.resume_path.empty()) require_model_kind(ck_.emplace(Checkpoint::open(args.resume_path)), kind);
     // A resumed run's trajectory comes from the checkpoint; only what observes it from the flags.
-    TrainerOptions trainer = fresh ? args_.trainer : resumed_trainer_options(*ck, args_.trainer);
-    trainer.communicator = &comm;
-    configure(ck ? &*ck : nullptr, trainer);
+    trainer = ck_ ? resumed_trainer_options(*ck_, args.trainer) : args.trainer;
+    trainer.communicator = &comm_;
+  }
 
-    TrainerOutputs out{.checkpoint_path = args_.save_path, .plot_title = plot_title_};
-    out.log_path = args_.log_path.empty() ? run_dir_ + "/metrics.jsonl" : args_.log_path;
-    out.plot_path = args_.plot_path.empty() ? run_dir_ + "/plot.svg" : args_.plot_path;
+  const Checkpoint* checkpoint() const { return ck_ ? &*ck_ : nullptr; }
+  TrainerOptions trainer;  // what the run trains with
+
+  // Before anything is built: the outputs can be written and destroy nothing (over several
+  // processes rank 0 alone writes them), and a fresh run's parameters are seeded.
+  void prepare(const std::string& run_dir, const std::string& plot_title) {
+    out_.checkpoint_path = args_.save_path;
+    out_.log_path = args_.log_path.empty() ? run_dir + "/metrics.jsonl" : args_.log_path;
+    out_.plot_path = args_.plot_path.empty() ? run_dir + "/plot.svg" : args_.plot_path;
+    out_.plot_title = plot_title;
     // The configuration goes beside the metrics log, so that `--config` of it repeats the run.
-    const std::string config_copy = (std::filesystem::path(out.log_path).parent_path() / "config.toml").string();
-    // Before anything is built: the outputs can be written and destroy nothing. Over several
-    // processes rank 0 alone writes them; the others only train and evaluate.
-    if (comm.is_root()) {
-      prepare_outputs({{"--save", out.checkpoint_path, OutputKind::checkpoint},
-                       {"--log", out.log_path, OutputKind::metrics_log},
-                       {"--plot", out.plot_path, OutputKind::plot},
+    const std::string config_copy = (std::filesystem::path(out_.log_path).parent_path() / "config.toml").string();
+    if (comm_.is_root()) {
+      prepare_outputs({{"--save", out_.checkpoint_path, OutputKind::checkpoint},
+                       {"--log", out_.log_path, OutputKind::metrics_log},
+                       {"--plot", out_.plot_path, OutputKind::plot},
                        {"the configuration copy", config_copy, OutputKind::config}},
                       {.resume = args_.resume_path, .overwrite = args_.overwrite});
-      if (fresh) write_file_atomically(config_copy, args_.config_text);  // a resume keeps the run's own
+      if (!ck_) write_file_atomically(config_copy, args_.config_text);  // a resume keeps the run's own
     } else {
-      out.log_path = out.plot_path = out.checkpoint_path = "";
+      out_.log_path = out_.plot_path = out_.checkpoint_path = "";
     }
     if (!args_.quiet) {
-      out.progress = &std::cout;
+      out_.progress = &std::cout;
       // Under mpirun rank 0 writes to a pty even when mpirun's output goes to a file: no redrawing.
-      out.interactive = stdout_is_terminal() && comm.size() == 1;
+      out_.interactive = stdout_is_terminal() && comm_.size() == 1;
     }
-    if (fresh) manual_seed(args_.seed);  // the parameters are drawn from the default generator
-    TrainingJob& job = build();
-    Trainer t(job, trainer, out);
-    if (ck) {
-      t.resume(*ck);
+    if (!ck_) manual_seed(args_.seed);  // the parameters are drawn from the default generator
+  }
+
+  // Trains the job from where the checkpoint left off (or from the start), Ctrl-C stopping it
+  // after the current update, and prints the description before and the summary line after.
+  TrainSummary train(TrainingJob& job, const std::string& description) {
+    Trainer& t = trainer_.emplace(job, trainer, out_);
+    if (ck_) {
+      t.resume(*ck_);
       std::cout << "resumed " << args_.resume_path << " at step " << t.step() << "\n";
     }
-    std::cout << describe(trainer, job.model().num_parameters()) << std::flush;
-
+    std::cout << description << std::flush;
     detail::g_interruptible = &t;
     std::signal(SIGINT, detail::on_interrupt);
     const TrainSummary s = t.run();
     std::signal(SIGINT, SIG_DFL);
     detail::g_interruptible = nullptr;
-
     std::cout << "\n"
               << (s.reached_target             ? "reached the target"
                   : s.interrupted              ? "interrupted"
@@ -544,33 +542,25 @@ class TrainingProgram {
               << format_duration(s.run_s) << " (" << format_rate(s.tokens_per_s) << " tokens/s)";
     if (s.elapsed_s > s.run_s + 0.05) std::cout << ", " << format_duration(s.elapsed_s) << " over all sessions";
     std::cout << "\n";
-    report(s);
-    if (const DataParallel* dp = t.data_parallel()) std::cout << dp->report() << "\n";
-    std::cout << "metrics " << out.log_path << "\nplot    " << out.plot_path << "\n";
-    if (!out.checkpoint_path.empty()) {
-      std::cout << "checkpoint " << out.checkpoint_path << " (continue with --resume " << out.checkpoint_path
-                << checkpoint_hint_ << ")\n";
-    }
-    last_lines(s);
+    return s;
+  }
+
+  // The data-parallel report, where the run's files are (`hint` ends the checkpoint's line), and
+  // the exit code: 130 when Ctrl-C stopped the run.
+  int finish(const TrainSummary& s, const std::string& hint = "") {
+    if (const DataParallel* dp = trainer_->data_parallel()) std::cout << dp->report() << "\n";
+    std::cout << "metrics " << out_.log_path << "\nplot    " << out_.plot_path << "\n";
+    const std::string& ckpt = out_.checkpoint_path;
+    if (!ckpt.empty()) std::cout << "checkpoint " << ckpt << " (continue with --resume " << ckpt << hint << ")\n";
     return s.interrupted ? 130 : 0;
   }
 
- protected:
-  // The run's model and task or data, from the checkpoint when resuming (else null): sets
-  // run_dir_ (where the log and plot go by default) and plot_title_, and checks what it can
-  // before anything is built.
-  virtual void configure(const Checkpoint* resumed, const TrainerOptions& trainer) = 0;
-  // The model (initialised from the default generator) and its job, both kept by the program.
-  virtual TrainingJob& build() = 0;
-  virtual std::string describe(const TrainerOptions& trainer, int64_t parameters) const = 0;
-  // The held-out results below the summary line, and whatever else the program shows.
-  virtual void report(const TrainSummary& summary) = 0;
-  virtual void last_lines(const TrainSummary&) {}
-
-  const ProgramInfo& info_;
+ private:
   const TrainingArgs& args_;
-  std::string run_dir_, plot_title_;
-  std::string checkpoint_hint_;  // after "continue with --resume PATH" in the last line
+  Communicator& comm_;
+  std::optional<Checkpoint> ck_;  // the one read of the resumed file
+  TrainerOutputs out_;
+  std::optional<Trainer> trainer_;
 };
 
 // The main() of the training programs: the command line (a UsageError exits 2 with a pointer
