@@ -19,15 +19,7 @@ namespace ag {
 inline constexpr const char* kGPTRunDir = "runs/gpt";
 
 struct TrainGPTArgs : TrainingArgs {
-  static constexpr ProgramInfo kInfo{
-      .name = "train_gpt",
-      .description = "Trains a small GPT on a text, character by character (or byte by byte), and prints samples as "
-                     "it learns.\nThe defaults train the 'baby' model (4 layers, 4 heads, d_model 128, context 128) on "
-                     "Debian's fortunes in a few minutes on two cores.",
-      .holds = "model, tokenizer",
-      .eval_every = "validation loss and a sample every N steps",
-      .outputs = kGPTRunDir,
-      .target_acc = nullptr};
+  static constexpr ProgramInfo kInfo{.name = "train_gpt", .holds = "model, tokenizer", .outputs = kGPTRunDir, .target = false};
 
   std::string data_path;           // empty: Debian's fortunes
   std::string tokenizer = "char";  // char | byte
@@ -46,6 +38,10 @@ struct TrainGPTArgs : TrainingArgs {
   }
 
   void declare(Flags& f) {
+    f.app().description(
+        "Trains a small GPT on a text, character by character (or byte by byte), and prints samples as it "
+        "learns.\nThe defaults train the 'baby' model (4 layers, 4 heads, d_model 128, context 128) on Debian's "
+        "fortunes in a few minutes on two cores.");
     f.group("data", false);
     f.path("--data", data_path, "text file to learn (default: every fortune under /usr/share/games/fortunes)");
     f.group("data", true);

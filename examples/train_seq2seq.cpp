@@ -27,11 +27,10 @@ std::string decoding_line(const std::string& name, const Seq2SeqMetrics& m) {
 
 int run(const TrainSeq2SeqArgs& a) {
   TrainingRun run(a, "seq2seq");
-  const Checkpoint* ck = run.checkpoint();
-  const TrainerOptions& t = run.trainer;
-  const Seq2SeqOptions m = ck ? checkpoint_entry(*ck, "model", seq2seq_options_from_json) : a.model;
-  const Seq2SeqTaskOptions task = ck ? checkpoint_entry(*ck, "task", seq2seq_task_options_from_json) : a.task;
+  const Seq2SeqOptions m = run.options("model", seq2seq_options_from_json, a.model);
+  const Seq2SeqTaskOptions task = run.options("task", seq2seq_task_options_from_json, a.task);
   const std::string layers = std::to_string(m.n_encoder_layers) + "+" + std::to_string(m.n_decoder_layers);
+  const TrainerOptions& t = run.trainer;
   std::ostringstream title, about;
   title << seq2seq_task_name(task.kind) << ": lengths " << task.min_len << "-" << task.max_len << ", d_model "
         << m.d_model << ", " << layers << " layers, " << optimizer_kind_name(t.optimizer) << " lr " << t.lr;

@@ -32,13 +32,12 @@ std::string format_tokens(const Indices& x, int64_t row, int64_t vocab) {
 
 int run(const TrainSequenceArgs& a) {
   TrainingRun run(a, "sequence");
-  const Checkpoint* ck = run.checkpoint();
+  const SequenceModelOptions m = run.options("model", sequence_model_options_from_json, a.model);
+  const SequenceTaskOptions task = run.options("task", sequence_task_options_from_json, a.task);
   const TrainerOptions& t = run.trainer;
-  const SequenceModelOptions m = ck ? checkpoint_entry(*ck, "model", sequence_model_options_from_json) : a.model;
-  const SequenceTaskOptions task = ck ? checkpoint_entry(*ck, "task", sequence_task_options_from_json) : a.task;
   // The model, its optimizer and its activations must fit in memory before anything is built.
   check_memory_fits(estimate_training_memory(m, task, t, a.eval_sequences), available_memory_bytes(),
-                    ck ? "the checkpoint's model and task settings are too large for this machine"
+                    run.checkpoint() ? "the checkpoint's model and task settings are too large for this machine"
                        : "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer "
                          "state) and by --batch, --length and --heads (activations)");
   std::ostringstream title, about;

@@ -17,14 +17,7 @@
 namespace ag {
 
 struct TrainSequenceArgs : TrainingArgs {
-  static constexpr ProgramInfo kInfo{
-      .name = "train_sequence",
-      .description = "Trains a small transformer encoder on a toy sequence task and reports held-out accuracy.\n"
-                     "The defaults train `reverse` (length 16, vocab 16) to 99% exact-sequence accuracy in seconds.",
-      .holds = "model, task",
-      .eval_every = "evaluate on held-out sequences every N steps",
-      .outputs = "runs/<task>",
-      .target_acc = "stop at this held-out exact-sequence accuracy"};
+  static constexpr ProgramInfo kInfo{.name = "train_sequence", .holds = "model, task", .outputs = "runs/<task>"};
 
   SequenceTaskOptions task;     // seed = --seed
   SequenceModelOptions model;   // vocab and max_len follow the task
@@ -33,6 +26,9 @@ struct TrainSequenceArgs : TrainingArgs {
   BlockChoices block;
 
   void declare(Flags& f) {
+    f.app().description(
+        "Trains a small transformer encoder on a toy sequence task and reports held-out accuracy.\n"
+        "The defaults train `reverse` (length 16, vocab 16) to 99% exact-sequence accuracy in seconds.");
     using TL = SequenceTaskLimits;
     task_name = sequence_task_name(task.kind);
     f.group("task", true);

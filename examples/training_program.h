@@ -185,12 +185,10 @@ inline std::string configuration_text(const std::string& toml, const std::string
 
 // What tells one training program from another where the shared code speaks of it.
 struct ProgramInfo {
-  const char* name;         // "train_sequence": messages and the configuration's first line
-  const char* description;  // --help's opening
-  const char* holds;        // what its checkpoints fix besides the optimizer: "model, task"
-  const char* eval_every;   // --eval-every's help
-  const char* outputs;      // where the outputs go unless flags say otherwise: "runs/<task>"
-  const char* target_acc;   // --target-acc's help; null: the job measures no accuracy to stop at
+  const char* name;      // "train_sequence": messages and the configuration's first line
+  const char* holds;     // what its checkpoints fix besides the optimizer: "model, task"
+  const char* outputs;   // where the outputs go unless flags say otherwise: "runs/<task>"
+  bool target = true;    // its job measures an accuracy: --target-acc stops the run there
 };
 
 // The flags every training program has, bound to TrainerOptions and the run's files.
@@ -338,8 +336,8 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
 
   f.group("evaluation and output", false);
   const std::string out = info.outputs;
-  f.integer("--eval-every", t.eval_every, 1, kBig, info.eval_every);
-  if (info.target_acc != nullptr) f.real("--target-acc", t.target_seq_acc, 0.0, 1.0, info.target_acc);
+  f.integer("--eval-every", t.eval_every, 1, kBig, "evaluate on held-out data every N steps");
+  if (info.target) f.real("--target-acc", t.target_seq_acc, 0.0, 1.0, "stop at this held-out exact-sequence accuracy");
   add_threads_flag(f.app(), a.threads, "threads for matrix products", RL::threads)->group("evaluation and output");
   f.path("--save", a.save_path, "checkpoint (safetensors) at every evaluation and at the end");
   f.path("--resume", a.resume_path, "continue the run saved in PATH (" + std::string(info.holds) +
@@ -354,14 +352,13 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
 
 template <typename Args>
 void declare_program(CLI::App& app, Flags& f, Args& a) {
-  app.description(Args::kInfo.description);
   app.set_help_flag("-h,--help", "this text");
   app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION)->configurable(false);
   app.set_config("--config", "", "read flags from this TOML file (flags on the command line win)");
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.option_defaults()->always_capture_default();
   app.get_formatter()->column_width(34);
-  a.declare(f);  // the program's own flags, then the shared ones
+  a.declare(f);  // the program's description and own flags, then the shared ones
   declare_training_flags(f, a, Args::kInfo);
 }
 
@@ -451,16 +448,6 @@ inline std::string describe_training(const TrainerOptions& t, const std::string&
   return os.str();
 }
 
-// A checkpoint's entry parsed with `parse`, its complaint a std::runtime_error naming the file.
-template <typename Parse>
-auto checkpoint_entry(const Checkpoint& ck, const std::string& key, Parse parse) {
-  try {
-    return parse(ck.entry(key));
-  } catch (const std::invalid_argument& e) {
-    throw std::runtime_error("checkpoint '" + ck.path() + "': metadata '" + key + "' is invalid: " + e.what());
-  }
-}
-
 namespace detail {
 inline Trainer* g_interruptible = nullptr;
 // First Ctrl-C: finish the step, save, stop. A second one kills the program as usual.
@@ -490,6 +477,16 @@ class TrainingRun {
   }
 
   const Checkpoint* checkpoint() const { return ck_ ? &*ck_ : nullptr; }
+  // What the model and task are built from: the checkpoint's entry `key` (parsed, a complaint
+  // naming the file) when resuming, else what the flags say.
+  template <typename Parse, typename Options>
+  Options options(const std::string& key, Parse parse, const Options& flags) const {
+    try {
+      return ck_ ? parse(ck_->entry(key)) : flags;
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error("checkpoint '" + ck_->path() + "': metadata '" + key + "' is invalid: " + e.what());
+    }
+  }
   TrainerOptions trainer;  // what the run trains with
 
   // Before anything is built: the outputs can be written and destroy nothing (over several
