@@ -1,20 +1,15 @@
 // What the training programs (train_sequence, train_gpt, train_seq2seq) share, written once:
-// the flags and config files on CLI11, and the run around the one training loop. A program
-// brings its Args, derived from TrainingArgs (`a.trainer.lr`, `a.save_path`), with declare()
-// for its own flags and finish() for its own checks, and a TrainingProgram with what only it
-// knows: its model and job, the lines that describe the run and report its end.
+// the flags and config files on CLI11, and the plumbing of a run around the one training loop.
+// A program's Args derive from TrainingArgs (`a.trainer.lr`, `a.save_path`) and add declare()
+// for its own flags and finish() for its own checks; its run() uses a TrainingRun.
 //
-//   TrainSequenceArgs a = parse_training_args<TrainSequenceArgs>({"--config", "run.toml", "--lr", "1e-3"});
-//   int main(int argc, char** argv) { return training_program_main<TrainSequenceArgs>(argc, argv, run); }
-//
-// Every flag can also come from a TOML file (--config; keys are the flags without dashes, the
-// command line wins); --write-config writes the effective configuration, and a fresh run leaves
-// a copy beside its metrics log, so that `--config` of it repeats the run. A bad flag, key or
-// value, or flags that contradict each other, are a UsageError naming the flag (and the file,
-// key and line), exit 2. With --resume the checkpoint, opened once, decides everything that
-// shapes the trajectory: flags that would change it are refused. Under mpirun every rank trains
-// its part of each batch and rank 0 alone writes and prints. Ctrl-C stops after the current
-// update and saves. Exit codes: 0 done, 1 error, 2 bad command line, 130 interrupted.
+// Every flag can also come from a TOML file (--config; the command line wins); --write-config
+// writes the effective configuration, and a fresh run leaves a copy beside its metrics log. A
+// bad flag, key or value is a UsageError naming the flag (and the file, key and line): exit 2.
+// With --resume the checkpoint, opened once, decides everything that shapes the trajectory.
+// Under mpirun every rank trains its part of each batch and rank 0 alone writes and prints.
+// Ctrl-C stops after the current update and saves. Exit codes: 0 done, 1 error, 2 bad command
+// line, 130 interrupted.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -58,39 +53,20 @@ class UsageError : public std::invalid_argument {
 
 namespace detail {
 
-// A finite number within [low, high] (or [low, high)): CLI11's Range lets NaN through, and a
-// learning rate of NaN is no learning rate.
-inline CLI::Validator finite_range(double low, double high, bool high_open) {
-  const std::string range = "[" + format_number(low) + ", " + format_number(high) + (high_open ? ")" : "]");
+// A number read whole (no "12x", no "1.5", no NaN: CLI11's Range lets NaN through, and a
+// learning rate of NaN is no learning rate) within [low, high], or [low, high) when high_open.
+template <typename Number>
+CLI::Validator number_in(Number low, Number high, bool high_open, const std::string& what, const std::string& shown) {
   return {[=](std::string& text) -> std::string {
-            double v = 0;
-            std::istringstream in(text);
-            if (!(in >> v) || !(in >> std::ws).eof() || !std::isfinite(v)) return "'" + text + "' is not a finite number";
-            return v < low || v > high || (high_open && v == high) ? text + " is out of range " + range : "";
-          },
-          range};
-}
-
-// An integer within [low, high], read whole (no "12x", no "1.5").
-template <typename Int>
-CLI::Validator whole_number(Int low, Int high, const std::string& what, const std::string& shown) {
-  return {[=](std::string& text) -> std::string {
-            Int v = 0;
+            Number v = 0;
+            std::istringstream in(text);  // a real as a stream reads it ("+1e-3", blanks around it)
             const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-            if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return "'" + text + "' is not " + what;
-            return v < low || v > high ? text + " is out of range " + shown : "";
+            const bool whole = std::is_floating_point_v<Number> ? (in >> v) && (in >> std::ws).eof()
+                                                                : ec == std::errc() && end == text.data() + text.size();
+            if (!whole || !std::isfinite(static_cast<double>(v))) return "'" + text + "' is not " + what;
+            return v < low || v > high || (high_open && v == high) ? text + " is out of range " + shown : "";
           },
           shown};
-}
-
-inline CLI::Validator one_of(std::vector<std::string> choices) {
-  std::string list;
-  for (const std::string& c : choices) list += (list.empty() ? "" : "|") + c;
-  return {[=](std::string& text) -> std::string {
-            const bool known = std::find(choices.begin(), choices.end(), text) != choices.end();
-            return known ? "" : "'" + text + "' is not one of " + list;
-          },
-          list};
 }
 
 inline bool named_in(const std::vector<std::string>& argv, const std::string& flag) {
@@ -201,7 +177,8 @@ struct TrainingArgs {
   std::string config_path, write_config_path;  // --config, --write-config
   std::string config_text;                     // the effective configuration as TOML
   std::string threads = "auto", optimizer, schedule;  // resolved into trainer
-  bool overwrite = false, quiet = false, help = false, version = false;
+  std::string usage;                           // --help's text or --version's line: print it and stop
+  bool overwrite = false, quiet = false;
 };
 
 // Declares flags in the house style: numbers read whole and finite, choices listed, empty paths
@@ -214,14 +191,21 @@ class Flags {
   void group(const char* name, bool from_checkpoint) { group_ = name, from_checkpoint_ = from_checkpoint; }
   CLI::Option* integer(const char* flag, int64_t& into, int64_t low, int64_t high, const std::string& help) {
     const std::string range = "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
-    return add(app_.add_option(flag, into, help)->check(detail::whole_number(low, high, "an integer", range)));
+    return add(app_.add_option(flag, into, help)->check(detail::number_in(low, high, false, "an integer", range)));
   }
   CLI::Option* real(const char* flag, double& into, double low, double high, const std::string& help,
                     bool high_open = false) {
-    return add(app_.add_option(flag, into, help)->check(detail::finite_range(low, high, high_open)));
+    const std::string range = "[" + format_number(low) + ", " + format_number(high) + (high_open ? ")" : "]");
+    return add(app_.add_option(flag, into, help)
+                   ->check(detail::number_in(low, high, high_open, "a finite number", range)));
   }
   CLI::Option* choice(const char* flag, std::string& into, const std::string& help, std::vector<std::string> choices) {
-    return add(app_.add_option(flag, into, help)->check(detail::one_of(std::move(choices))));
+    std::string list;
+    for (const std::string& c : choices) list += (list.empty() ? "" : "|") + c;
+    const auto known = [=](std::string& text) {
+      return std::count(choices.begin(), choices.end(), text) ? std::string() : "'" + text + "' is not one of " + list;
+    };
+    return add(app_.add_option(flag, into, help)->check(CLI::Validator(known, list)));
   }
   CLI::Option* path(const char* flag, std::string& into, const std::string& help) {
     const auto given = [](std::string& p) { return p.empty() ? std::string("the path is empty") : std::string(); };
@@ -229,7 +213,7 @@ class Flags {
   }
   CLI::Option* flag(const char* name, bool& into, const std::string& help) { return add(app_.add_flag(name, into, help)); }
   CLI::Option* seed(uint64_t& into, const std::string& help) {
-    const auto any = detail::whole_number<uint64_t>(0, UINT64_MAX, "an unsigned 64-bit integer", "UINT64");
+    const auto any = detail::number_in<uint64_t>(0, UINT64_MAX, false, "an unsigned 64-bit integer", "UINT64");
     return add(app_.add_option("--seed", into, help)->check(any));
   }
   CLI::App& app() { return app_; }
@@ -350,46 +334,32 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
       ->configurable(false);
 }
 
+}  // namespace detail
+
+// The parse every training program shares: --help wins over everything else on the line (its
+// text goes to `usage`), --config is checked before it is read, --resume refuses what the
+// checkpoint decides, the optimisation flags are checked against each other; then the program's
+// finish(), and the library's own validation for whatever the checks missed.
 template <typename Args>
-void declare_program(CLI::App& app, Flags& f, Args& a) {
+Args parse_training_args(const std::vector<std::string>& argv) {
+  Args a;
+  CLI::App app{"", Args::kInfo.name};
   app.set_help_flag("-h,--help", "this text");
   app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION)->configurable(false);
   app.set_config("--config", "", "read flags from this TOML file (flags on the command line win)");
   app.allow_config_extras(CLI::config_extras_mode::error);
   app.option_defaults()->always_capture_default();
   app.get_formatter()->column_width(34);
+  Flags f(app);
   a.declare(f);  // the program's description and own flags, then the shared ones
-  declare_training_flags(f, a, Args::kInfo);
-}
-
-}  // namespace detail
-
-// The help text, with the defaults read from the option structs.
-template <typename Args>
-std::string training_usage(const std::string& program) {
-  Args a;
-  CLI::App app{"", program};
-  Flags f(app);
-  detail::declare_program(app, f, a);
-  return app.help();
-}
-
-// The parse every training program shares: --help wins over everything else on the line,
-// --config is checked before it is read, --resume refuses what the checkpoint decides, and the
-// optimisation flags are checked against each other; then the program's finish().
-template <typename Args>
-Args parse_training_args(const std::vector<std::string>& argv) {
-  Args a;
-  CLI::App app{"", Args::kInfo.name};
-  Flags f(app);
-  detail::declare_program(app, f, a);
+  detail::declare_training_flags(f, a, Args::kInfo);
   if (detail::named_in(argv, "--help") || detail::named_in(argv, "-h")) {
-    a.help = true;  // asking for help is never an error, whatever else the line holds
+    a.usage = app.help();  // asking for help is never an error, whatever else the line holds
     return a;
   }
   a.config_path = detail::checked_config_path(argv);
   if (!detail::parse_command_line(app, argv, a.config_path)) {
-    a.version = true;
+    a.usage = std::string("attograd ") + ATTOGRAD_VERSION + "\n";  // --version
     return a;
   }
   const CommandLine line{app, argv, !a.resume_path.empty()};
@@ -397,8 +367,8 @@ Args parse_training_args(const std::vector<std::string>& argv) {
   t.optimizer = line.choice("--optimizer", parse_optimizer_kind, a.optimizer);
   t.schedule = line.choice("--schedule", parse_lr_decay, a.schedule);
   t.threads = parse_threads(a.threads, TrainerLimits::threads);
-  a.config_text =
-      detail::configuration_text(app.config_to_str(/*default_also=*/true, /*write_description=*/true), Args::kInfo.name);
+  a.config_text = detail::configuration_text(app.config_to_str(/*default_also=*/true, /*write_description=*/true),
+                                             Args::kInfo.name);
   for (const std::string& flag : f.from_checkpoint()) {
     if (line.resuming && line.given(flag.c_str())) {
       throw UsageError(flag + " cannot be combined with --resume: the checkpoint holds the run's " +
@@ -426,12 +396,6 @@ Args parse_training_args(const std::vector<std::string>& argv) {
 }
 
 // --- the run ---------------------------------------------------------------------------------
-
-// In a run over several processes, every rank but 0 discards what it writes to stdout: one
-// progress display, one summary. Errors still go to stderr from the rank that has them.
-inline void print_on_root_only(const Communicator& comm) {
-  if (!comm.is_root()) std::cout.rdbuf(nullptr);  // a stream without a buffer drops its output
-}
 
 inline std::string percent(double v) {
   std::ostringstream os;
@@ -469,7 +433,9 @@ extern "C" inline void on_interrupt(int) {
 class TrainingRun {
  public:
   TrainingRun(const TrainingArgs& args, const char* kind) : args_(args), comm_(Communicator::world()) {
-    print_on_root_only(comm_);  // under mpirun: this rank of a data-parallel run
+    // Under mpirun, this rank of a data-parallel run. Every rank but 0 discards what it writes
+    // to stdout (a stream without a buffer drops its output); errors still go to stderr.
+    if (!comm_.is_root()) std::cout.rdbuf(nullptr);
     if (!args.resume_path.empty()) require_model_kind(ck_.emplace(Checkpoint::open(args.resume_path)), kind);
     // A resumed run's trajectory comes from the checkpoint; only what observes it from the flags.
     trainer = ck_ ? resumed_trainer_options(*ck_, args.trainer) : args.trainer;
@@ -568,7 +534,7 @@ class TrainingRun {
 template <typename Args>
 int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
   const std::string program = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : Args::kInfo.name;
-  const auto usage = [&](const UsageError& e) {
+  const auto usage_error = [&](const UsageError& e) {
     std::cerr << program << ": " << e.what() << "\n(" << program << " --help lists the flags)\n";
     return 2;
   };
@@ -576,12 +542,9 @@ int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
   try {
     args = parse_training_args<Args>(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const UsageError& e) {
-    return usage(e);  // every rank reads the same line, so every rank stops here alone
+    return usage_error(e);  // every rank reads the same line, so every rank stops here alone
   }
-  if (args.help || args.version) {
-    std::cout << (args.help ? training_usage<Args>(program) : std::string("attograd ") + ATTOGRAD_VERSION + "\n");
-    return 0;
-  }
+  if (!args.usage.empty()) return (std::cout << args.usage, 0);
   Communicator& comm = Communicator::world();
   int status = 0;
   try {
@@ -594,7 +557,7 @@ int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
                 << args.write_config_path << ")\n";
     }
   } catch (const UsageError& e) {
-    status = usage(e);  // what only the run can see, e.g. a text too short for the context
+    status = usage_error(e);  // what only the run can see, e.g. a text too short for the context
   } catch (const std::exception& e) {
     if (comm.size() > 1) comm.abort(program + ": error: " + e.what(), 1);
     std::cerr << program << ": error: " << e.what() << "\n";
