@@ -20,7 +20,7 @@
 #include "attograd/core/format.h"
 #include "attograd/core/threads.h"
 #include "attograd/models/generate.h"
-#include "attograd/train/gpt_trainer.h"
+#include "attograd/train/gpt_job.h"
 #include "attograd/train/data/text.h"
 #include "threads_flag.h"
 

@@ -2,8 +2,9 @@
 # Data-parallel training under a real `mpirun -np 2` (issue 16):
 #   1. the library: DataParallel against one process in float64 and float32, and the overlap
 #      (tests/mpi/dp_check.cpp);
-#   2. equivalence: train_sequence and train_gpt with -np 2 against one process, same global
-#      batch, 20 updates: every parameter within 1e-5 relative, the metrics (loss curves) too;
+#   2. equivalence: train_sequence, train_gpt and train_seq2seq with -np 2 against one process,
+#      same global batch, 20 updates: every parameter within 1e-5 relative, the metrics (loss
+#      curves) too;
 #   3. determinism: the same -np 2 command twice gives the same metrics log (every field but the
 #      two wall-clock ones, tokens_per_s and elapsed_s) and bit-identical checkpoints;
 #   4. resume: a -np 2 run stopped with SIGINT (sent to one rank only: the ranks agree to stop
@@ -12,12 +13,13 @@
 #   5. faults: a data file missing on one rank ends the job within seconds, non-zero, with that
 #      rank's message; a rank killed while rank 0 saves a checkpoint every update leaves a
 #      checkpoint that resumes.
-#   tests/mpi/run_dp_checks.sh MPIRUN DP_CHECK TRAIN_SEQUENCE TRAIN_GPT
+#   tests/mpi/run_dp_checks.sh MPIRUN DP_CHECK TRAIN_SEQUENCE TRAIN_GPT TRAIN_SEQ2SEQ
 set -u
 mpirun=$1
 check=$2
 seq=$3
 gpt=$4
+s2s=$5
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 np2() { timeout 120 "$mpirun" --oversubscribe -np 2 "$@"; }
@@ -75,12 +77,29 @@ GPT=(--data text.txt --layers 1 --d-model 32 --heads 2 --block-size 16 --batch 8
 np2 "$gpt" "${GPT[@]}" --steps 20 --save g2.st --log g2.jsonl --plot g2.svg >g2.out 2>&1 || fail "-np 2 train_gpt: $(cat g2.out)"
 "$gpt" "${GPT[@]}" --steps 20 --save g1.st --log g1.jsonl --plot g1.svg >g1.out 2>&1 || fail "train_gpt: $(cat g1.out)"
 grep -q "data parallel: 2 processes" g2.out || fail "the -np 2 GPT run does not report its data parallelism: $(cat g2.out)"
-# train_gpt trains with AdamW only. The key projection's bias has an exact gradient of 0
+# This run keeps train_gpt's default optimizer, AdamW. The key projection's bias has an exact gradient of 0
 # (softmax ignores a shift shared by all keys); AdamW turns its rounding noise into steps of
 # about lr, so its value is noise in one process too and is left out of the comparison.
 "$check" --compare-params g2.st g1.st 1e-5 attn.w_k.bias || fail "train_gpt: -np 2 and one process differ"
 "$check" --compare-metrics g2.jsonl g1.jsonl 1e-5 || fail "train_gpt: the loss curves differ"
 echo "ok: train_gpt -np 2 == one process (parameters and metrics within 1e-5)"
+
+# Variable-length pairs: each rank's mean over its own target tokens must be weighted by its
+# share of the batch's tokens, or the average over ranks is not the batch's mean (leaving the
+# weights out moves the parameters by 3e-2 here). A program that ignored the communicator would
+# print no data-parallel report and end bit for bit on the one-process parameters.
+S2S=(--task sort-var --symbols 8 --min-len 1 --max-len 8 --d-model 32 --heads 4 --d-ff 64 --encoder-layers 1
+     --decoder-layers 1 --warmup 5 --optimizer sgd --momentum 0.9 --lr 0.05 --batch 16 --eval-every 5
+     --eval-sequences 128 --quiet)
+np2 "$s2s" "${S2S[@]}" --steps 20 --save q2.st --log q2.jsonl --plot q2.svg >q2.out 2>&1 || fail "-np 2 train_seq2seq: $(cat q2.out)"
+"$s2s" "${S2S[@]}" --steps 20 --save q1.st --log q1.jsonl --plot q1.svg >q1.out 2>&1 || fail "train_seq2seq: $(cat q1.out)"
+grep -q "data parallel: 2 processes" q2.out || fail "the -np 2 seq2seq run does not report its data parallelism: $(cat q2.out)"
+[ "$(grep -c 'held-out (' q2.out)" -eq 1 ] || fail "-np 2 seq2seq: the summary must be printed once (rank 0 only): $(cat q2.out)"
+out=$("$check" --compare-params q2.st q1.st 1e-5) || fail "train_seq2seq: -np 2 and one process differ: $out"
+echo "$out"
+grep -q "largest relative difference 0 " <<<"$out" && fail "seq2seq -np 2 and one process agree bit for bit: was the batch split?"
+"$check" --compare-metrics q2.jsonl q1.jsonl 1e-5 || fail "train_seq2seq: the loss curves differ"
+echo "ok: train_seq2seq -np 2 == one process (parameters and metrics within 1e-5)"
 
 # An odd global batch cannot be split over 2 ranks: a clear error, no hang.
 out=$(np2 "$seq" "${BASE[@]}" --batch 15 --steps 20 --log odd.jsonl --plot odd.svg 2>&1)

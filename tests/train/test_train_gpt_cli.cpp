@@ -1,9 +1,10 @@
-// The command line of examples/train_gpt (CLI11): the defaults are the README's baby run, every
-// flag reaches its option, bad values and contradictions are refused naming the flag and the
-// value, --resume refuses the flags the checkpoint decides, and a TOML config file is read with
-// the command line winning.
+// The command line of examples/train_gpt (CLI11): the defaults are the README's baby run (AdamW,
+// cosine decay), every flag reaches its option, the optimizer choices the other programs have,
+// bad values and contradictions are refused naming the flag and the value, --resume refuses the
+// flags the checkpoint decides, and a TOML config file is read with the command line winning.
 #include <fstream>
 
+#include "attograd/train/io/model_options.h"
 #include "examples/train_gpt_cli.h"
 #include "support.h"
 #include "train_support.h"
@@ -12,7 +13,7 @@ namespace ag::testing {
 namespace {
 
 TrainGPTArgs parse(std::initializer_list<const char*> args) {
-  return parse_train_gpt_args(std::vector<std::string>(args.begin(), args.end()));
+  return parse_training_args<TrainGPTArgs>(std::vector<std::string>(args.begin(), args.end()));
 }
 
 }  // namespace
@@ -27,7 +28,17 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_baby_model_on_fortunes) {
   BOOST_TEST(a.model.n_head == 4);
   BOOST_TEST(a.model.d_model == 128);
   BOOST_TEST(a.model.block_size == 128);
-  BOOST_TEST(a.trainer.batch == 32);
+  BOOST_TEST(a.job.batch == 32);
+  // The run it has always been: AdamW with a cosine decay, at these rates.
+  BOOST_TEST((a.trainer.optimizer == OptimizerKind::adamw));
+  BOOST_TEST((a.trainer.schedule == LrDecay::cosine));
+  BOOST_TEST(a.trainer.lr == 2e-3);
+  BOOST_TEST(a.trainer.min_lr == 2e-4);
+  BOOST_TEST(a.trainer.weight_decay == 0.1);
+  BOOST_TEST(a.trainer.warmup_steps == 30);
+  BOOST_TEST(a.trainer.steps == 300);
+  BOOST_TEST(a.trainer.clip_norm == 1.0);
+  BOOST_TEST(a.trainer.eval_every == 50);
   BOOST_TEST(a.save_path == "runs/gpt/ckpt.safetensors");
   BOOST_TEST(a.log_path == "runs/gpt/metrics.jsonl");
   BOOST_TEST(a.plot_path == "runs/gpt/plot.svg");
@@ -40,6 +51,7 @@ BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
                                 "--d-model", "48", "--block-size", "64", "--dropout", "0.1", "--batch", "8",
                                 "--steps", "500", "--lr", "1e-3", "--min-lr", "1e-4", "--warmup", "20",
                                 "--weight-decay", "0.05", "--clip", "0.5", "--seed", "7", "--eval-every", "25",
+                                "--optimizer", "sgd", "--momentum", "0.8", "--schedule", "linear",
                                 "--threads", "1", "--save", "a.st", "--log", "a.jsonl", "--plot", "a.svg",
                                 "--overwrite", "--quiet"});
   BOOST_TEST(a.data_path == "my.txt");
@@ -49,14 +61,18 @@ BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
   BOOST_TEST(a.model.d_model == 48);
   BOOST_TEST(a.model.block_size == 64);
   BOOST_TEST(a.model.dropout == 0.1);
-  BOOST_TEST(a.trainer.batch == 8);
+  BOOST_TEST(a.job.batch == 8);
   BOOST_TEST(a.trainer.steps == 500);
   BOOST_TEST(a.trainer.lr == 1e-3);
   BOOST_TEST(a.trainer.min_lr == 1e-4);
   BOOST_TEST(a.trainer.warmup_steps == 20);
   BOOST_TEST(a.trainer.weight_decay == 0.05);
   BOOST_TEST(a.trainer.clip_norm == 0.5);
-  BOOST_TEST(a.trainer.seed == 7u);
+  BOOST_TEST(a.seed == 7u);
+  BOOST_TEST(a.job.seed == 7u);  // the batches and the samples
+  BOOST_TEST((a.trainer.optimizer == OptimizerKind::sgd));
+  BOOST_TEST(a.trainer.momentum == 0.8);
+  BOOST_TEST((a.trainer.schedule == LrDecay::linear));
   BOOST_TEST(a.trainer.eval_every == 25);
   BOOST_TEST(a.trainer.threads == 1);
   BOOST_TEST(a.save_path == "a.st");
@@ -75,6 +91,10 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_flag_and_the_value) {
   AG_CHECK_THROWS_WITH(parse({"--heads", "3"}), UsageError, "--heads", "3", "--d-model 128");
   AG_CHECK_THROWS_WITH(parse({"--lr", "1e-3", "--min-lr", "1e-2"}), UsageError, "--min-lr", "--lr");
   AG_CHECK_THROWS_WITH(parse({"--warmup", "300"}), UsageError, "--warmup", "300", "--steps 300");
+  BOOST_TEST(parse({"--warmup", "300", "--schedule", "constant"}).trainer.warmup_steps == 300);
+  AG_CHECK_THROWS_WITH(parse({"--optimizer", "lion"}), UsageError, "--optimizer", "lion", "sgd|adam|adamw");
+  AG_CHECK_THROWS_WITH(parse({"--schedule", "step"}), UsageError, "--schedule", "step");
+  AG_CHECK_THROWS_WITH(parse({"--momentum", "1"}), UsageError, "--momentum", "1");
   AG_CHECK_THROWS_WITH(parse({"--data", ""}), UsageError, "--data");
   AG_CHECK_THROWS_WITH(parse({"--colour", "red"}), UsageError, "unknown flag", "--colour");
   AG_CHECK_THROWS_WITH(parse({"--threads", "many"}), UsageError, "--threads", "'many'", "'auto' or a whole number");
@@ -86,9 +106,15 @@ BOOST_AUTO_TEST_CASE(resume_keeps_the_runs_settings_and_saves_over_its_file) {
   BOOST_TEST(a.resume_path == "runs/gpt/ckpt.safetensors");
   BOOST_TEST(a.save_path == "runs/gpt/ckpt.safetensors");
   BOOST_TEST(a.trainer.eval_every == 10);
-  for (const char* flag : {"--layers", "--lr", "--seed", "--tokenizer", "--block-size"}) {
-    const std::vector<std::string> args = {"--resume", "c.st", flag, flag == std::string("--tokenizer") ? "byte" : "2"};
-    AG_CHECK_THROWS_WITH(parse_train_gpt_args(args), UsageError, flag, "--resume");
+  for (const char* flag : {"--layers", "--lr", "--seed", "--tokenizer", "--block-size", "--batch", "--optimizer",
+                           "--schedule", "--momentum"}) {
+    const std::string value = flag == std::string("--tokenizer")   ? "byte"
+                              : flag == std::string("--optimizer") ? "sgd"
+                              : flag == std::string("--schedule")  ? "linear"
+                              : flag == std::string("--momentum")  ? "0.5"
+                                                                   : "2";
+    const std::vector<std::string> args = {"--resume", "c.st", flag, value};
+    AG_CHECK_THROWS_WITH(parse_training_args<TrainGPTArgs>(args), UsageError, flag, "--resume");
   }
 }
 
@@ -96,36 +122,39 @@ BOOST_AUTO_TEST_CASE(a_config_file_is_read_and_the_command_line_wins) {
   TempDir dir;
   const std::string path = dir.file("gpt.toml");
   std::ofstream(path) << "# a small run\nlayers = 2\nd-model = 64\nsteps = 120\n";
-  const TrainGPTArgs a = parse_train_gpt_args({"--config", path});
+  const TrainGPTArgs a = parse_training_args<TrainGPTArgs>({"--config", path});
   BOOST_TEST(a.model.n_layers == 2);
   BOOST_TEST(a.model.d_model == 64);
   BOOST_TEST(a.trainer.steps == 120);
-  const TrainGPTArgs b = parse_train_gpt_args({"--config", path, "--steps", "80"});
+  const TrainGPTArgs b = parse_training_args<TrainGPTArgs>({"--config", path, "--steps", "80"});
   BOOST_TEST(b.trainer.steps == 80);
   std::ofstream(path) << "layers = 2\ncolour = 3\n";
-  AG_CHECK_THROWS_WITH(parse_train_gpt_args({"--config", path}), UsageError, "colour");
-  AG_CHECK_THROWS_WITH(parse_train_gpt_args({"--config", dir.file("missing.toml")}), UsageError, "--config",
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainGPTArgs>({"--config", path}), UsageError, "colour");
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainGPTArgs>({"--config", dir.file("missing.toml")}), UsageError, "--config",
                        "missing.toml", "does not exist");
-  AG_CHECK_THROWS_WITH(parse_train_gpt_args({"--config", dir.path()}), UsageError, "--config", "not a regular file");
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainGPTArgs>({"--config", dir.path()}), UsageError, "--config", "not a regular file");
 }
 
 BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
   TempDir dir;
-  const TrainGPTArgs a = parse_train_gpt_args(
+  const TrainGPTArgs a = parse_training_args<TrainGPTArgs>(
       {"--data", "my text.txt", "--tokenizer", "byte", "--layers", "3", "--heads", "2", "--d-model", "48", "--dropout",
        "0.1", "--lr", "0.0012345678901234567", "--seed", "18446744073709551615", "--steps", "123", "--warmup", "7",
-       "--eval-every", "9", "--write-config", dir.file("gpt.toml")});
+       "--eval-every", "9", "--optimizer", "sgd", "--batch", "12", "--write-config", dir.file("gpt.toml")});
   BOOST_TEST(a.write_config_path == dir.file("gpt.toml"));
   BOOST_TEST(a.config_text.rfind("# attograd configuration (run it with train_gpt --config FILE)", 0) == 0);
   BOOST_TEST(a.config_text.find("write-config") == std::string::npos);  // the file is not told to write itself
   std::ofstream(dir.file("gpt.toml")) << a.config_text;
-  const TrainGPTArgs b = parse_train_gpt_args({"--config", dir.file("gpt.toml")});
+  const TrainGPTArgs b = parse_training_args<TrainGPTArgs>({"--config", dir.file("gpt.toml")});
   BOOST_TEST(b.data_path == a.data_path);
   BOOST_TEST(b.tokenizer == "byte");
   BOOST_TEST(gpt_options_to_json(b.model) == gpt_options_to_json(a.model));
-  BOOST_TEST(gpt_trainer_options_to_json(b.trainer) == gpt_trainer_options_to_json(a.trainer));
+  BOOST_TEST(trainer_options_to_json(b.trainer) == trainer_options_to_json(a.trainer));
   BOOST_TEST(b.trainer.lr == a.trainer.lr);  // every digit of a double survives the file
-  BOOST_TEST(b.trainer.seed == a.trainer.seed);
+  BOOST_TEST((b.trainer.optimizer == OptimizerKind::sgd));
+  BOOST_TEST(b.seed == a.seed);
+  BOOST_TEST(b.job.seed == a.seed);
+  BOOST_TEST(b.job.batch == 12);
   BOOST_TEST(b.trainer.eval_every == 9);
   BOOST_TEST(b.config_text == a.config_text);  // and the file written from the file is the same file
 }

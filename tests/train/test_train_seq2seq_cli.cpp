@@ -13,7 +13,7 @@ namespace ag::testing {
 namespace {
 
 TrainSeq2SeqArgs parse(std::initializer_list<const char*> args) {
-  return parse_train_seq2seq_args(std::vector<std::string>(args.begin(), args.end()));
+  return parse_training_args<TrainSeq2SeqArgs>(std::vector<std::string>(args.begin(), args.end()));
 }
 
 }  // namespace
@@ -71,7 +71,7 @@ BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
   BOOST_TEST(a.trainer.clip_norm == 0.5);
   BOOST_TEST(a.trainer.steps == 900);
   BOOST_TEST(a.trainer.eval_every == 25);
-  BOOST_TEST(a.trainer.eval_sequences == 100);
+  BOOST_TEST(a.eval_sequences == 100);
   BOOST_TEST(a.trainer.target_seq_acc == 0.9);
   BOOST_TEST(a.trainer.threads == 1);
   BOOST_TEST(a.beam == 5);
@@ -108,19 +108,19 @@ BOOST_AUTO_TEST_CASE(resume_refuses_the_flags_the_checkpoint_decides) {
   for (const char* flag : {"--task", "--d-model", "--lr", "--seed", "--max-len", "--tie-head"}) {
     std::vector<std::string> args = {"--resume", "c.st", flag};
     if (flag != std::string("--tie-head")) args.push_back(flag == std::string("--task") ? "dedup" : "2");
-    AG_CHECK_THROWS_WITH(parse_train_seq2seq_args(args), UsageError, flag, "--resume");
+    AG_CHECK_THROWS_WITH(parse_training_args<TrainSeq2SeqArgs>(args), UsageError, flag, "--resume");
   }
 }
 
 BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
   TempDir dir;
-  const TrainSeq2SeqArgs a = parse_train_seq2seq_args({"--task", "addition", "--max-len", "4", "--d-model", "32",
+  const TrainSeq2SeqArgs a = parse_training_args<TrainSeq2SeqArgs>({"--task", "addition", "--max-len", "4", "--d-model", "32",
                                                        "--lr", "0.0012345678901234567", "--seed",
                                                        "18446744073709551615", "--steps", "123", "--tie-head",
                                                        "--write-config", dir.file("s2s.toml")});
   BOOST_TEST(a.config_text.rfind("# attograd configuration (run it with train_seq2seq --config FILE)", 0) == 0);
   std::ofstream(dir.file("s2s.toml")) << a.config_text;
-  const TrainSeq2SeqArgs b = parse_train_seq2seq_args({"--config", dir.file("s2s.toml")});
+  const TrainSeq2SeqArgs b = parse_training_args<TrainSeq2SeqArgs>({"--config", dir.file("s2s.toml")});
   BOOST_TEST(seq2seq_options_to_json(b.model) == seq2seq_options_to_json(a.model));
   BOOST_TEST(seq2seq_task_options_to_json(b.task) == seq2seq_task_options_to_json(a.task));
   BOOST_TEST(trainer_options_to_json(b.trainer) == trainer_options_to_json(a.trainer));

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "attograd/train/io/model_options.h"
+#include "attograd/train/sequence_job.h"
 #include "examples/train_sequence_cli.h"
 #include "support.h"
 #include "train_support.h"
@@ -14,7 +15,7 @@ namespace ag::testing {
 namespace {
 
 TrainSequenceArgs parse(std::initializer_list<const char*> args) {
-  return parse_train_sequence_args(std::vector<std::string>(args.begin(), args.end()));
+  return parse_training_args<TrainSequenceArgs>(std::vector<std::string>(args.begin(), args.end()));
 }
 
 }  // namespace
@@ -35,7 +36,7 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_readme_run) {
   BOOST_TEST(a.model.norm_first);
   BOOST_TEST((a.trainer.optimizer == OptimizerKind::adam));
   BOOST_TEST(a.trainer.warmup_steps < a.trainer.steps);
-  BOOST_TEST(!a.help);
+  BOOST_TEST(a.usage.empty());  // neither --help nor --version: a run
   BOOST_TEST(!a.quiet);
   BOOST_TEST(a.save_path.empty());
   BOOST_TEST(a.log_path.empty());  // main() fills in runs/<task>/...
@@ -75,7 +76,7 @@ BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
   BOOST_TEST(a.trainer.clip_norm == 0.5);
   BOOST_TEST(a.trainer.steps == 900);
   BOOST_TEST(a.trainer.eval_every == 30);
-  BOOST_TEST(a.trainer.eval_sequences == 1000);
+  BOOST_TEST(a.eval_sequences == 1000);
   BOOST_TEST(a.trainer.target_seq_acc == 0.95);
   BOOST_TEST(a.trainer.threads == 2);
   BOOST_TEST(a.save_path == "a.safetensors");
@@ -83,15 +84,15 @@ BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
   BOOST_TEST(a.plot_path == "p.svg");
   BOOST_TEST(a.quiet);
   BOOST_TEST(parse({"--pre-norm"}).model.norm_first);
-  BOOST_TEST(parse({"-h"}).help);
-  BOOST_TEST(parse({"--version"}).version);
+  BOOST_TEST(parse({"-h"}).usage.find("Usage: train_sequence") != std::string::npos);
+  BOOST_TEST(parse({"--version"}).usage.rfind("attograd ", 0) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(help_wins_over_later_checks_and_the_usage_lists_every_flag) {
-  BOOST_TEST(parse({"--help"}).help);
-  BOOST_TEST(parse({"--vocab", "5", "--help", "--heads", "7"}).help);  // 7 does not divide 64: not checked
-  BOOST_TEST(parse({"--no-such-flag", "-h"}).help);
-  const std::string usage = train_sequence_usage("train_sequence");
+  const std::string usage = parse({"--help"}).usage;
+  BOOST_TEST(usage.find("Usage: train_sequence") != std::string::npos);
+  BOOST_TEST(parse({"--vocab", "5", "--help", "--heads", "7"}).usage == usage);  // 7 does not divide 64: not checked
+  BOOST_TEST(parse({"--no-such-flag", "-h"}).usage == usage);
   BOOST_TEST(usage.find("=" + std::to_string(TrainerOptions{}.steps)) != std::string::npos, usage);
   for (const char* flag : {"--task", "--shift-k", "--vocab", "--length", "--d-model", "--heads", "--d-ff", "--layers",
                            "--pre-norm", "--post-norm", "--dropout", "--optimizer", "--lr", "--weight-decay",
@@ -158,7 +159,7 @@ BOOST_AUTO_TEST_CASE(resume_takes_the_run_from_the_checkpoint) {
                                            std::string(flag) == "--task"      ? "sort"
                                            : std::string(flag) == "--dropout" ? "0.5"
                                                                               : "1"};
-    AG_CHECK_THROWS_WITH(parse_train_sequence_args(args), UsageError, flag, "--resume");
+    AG_CHECK_THROWS_WITH(parse_training_args<TrainSequenceArgs>(args), UsageError, flag, "--resume");
   }
 }
 
@@ -170,12 +171,12 @@ BOOST_AUTO_TEST_CASE(a_config_file_sets_flags_and_the_command_line_wins) {
   TempDir dir;
   const std::string path = dir.file("run.toml");
   spit(path, "# a sort run\ntask = \"sort\"\nsteps = 700\nlr = 2e-3\npost-norm = true\n");
-  const TrainSequenceArgs a = parse_train_sequence_args({"--config", path});
+  const TrainSequenceArgs a = parse_training_args<TrainSequenceArgs>({"--config", path});
   BOOST_TEST((a.task.kind == SequenceTaskKind::sort));
   BOOST_TEST(a.trainer.steps == 700);
   BOOST_TEST(a.trainer.lr == 2e-3);
   BOOST_TEST(!a.model.norm_first);
-  const TrainSequenceArgs b = parse_train_sequence_args({"--config", path, "--lr", "1e-3", "--steps=800"});
+  const TrainSequenceArgs b = parse_training_args<TrainSequenceArgs>({"--config", path, "--lr", "1e-3", "--steps=800"});
   BOOST_TEST(b.trainer.lr == 1e-3);
   BOOST_TEST(b.trainer.steps == 800);
   BOOST_TEST((b.task.kind == SequenceTaskKind::sort));  // the rest still from the file
@@ -185,24 +186,24 @@ BOOST_AUTO_TEST_CASE(bad_keys_types_and_values_name_the_file_key_and_line) {
   TempDir dir;
   const std::string path = dir.file("bad.toml");
   spit(path, "task = \"sort\"\n\nlearning-rate = 0.1\n");
-  AG_CHECK_THROWS_WITH(parse_train_sequence_args({"--config", path}), UsageError, path, "line 3", "learning-rate");
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainSequenceArgs>({"--config", path}), UsageError, path, "line 3", "learning-rate");
   spit(path, "steps = 700\nbatch = \"many\"\n");
-  AG_CHECK_THROWS_WITH(parse_train_sequence_args({"--config", path}), UsageError, path, "line 2", "'batch'", "many",
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainSequenceArgs>({"--config", path}), UsageError, path, "line 2", "'batch'", "many",
                        "not an integer");
   spit(path, "# comment\nsteps = 700\nlr = 5000\n");
-  AG_CHECK_THROWS_WITH(parse_train_sequence_args({"--config", path}), UsageError, path, "line 3", "'lr'", "5000",
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainSequenceArgs>({"--config", path}), UsageError, path, "line 3", "'lr'", "5000",
                        "out of range [0, 1000]");
   spit(path, "optimizer = \"lion\"\n");
-  AG_CHECK_THROWS_WITH(parse_train_sequence_args({"--config", path}), UsageError, path, "line 1", "'optimizer'", "lion");
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainSequenceArgs>({"--config", path}), UsageError, path, "line 1", "'optimizer'", "lion");
   // The same bad value given on the command line is the command line's problem, not the file's.
   spit(path, "steps = 700\n");
-  AG_CHECK_THROWS_WITH(parse_train_sequence_args({"--config", path, "--lr", "5000"}), UsageError, "--lr", "5000");
-  AG_CHECK_THROWS_WITH(parse_train_sequence_args({"--config", dir.file("absent.toml")}), UsageError, "absent.toml");
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainSequenceArgs>({"--config", path, "--lr", "5000"}), UsageError, "--lr", "5000");
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainSequenceArgs>({"--config", dir.file("absent.toml")}), UsageError, "absent.toml");
   // A FIFO would block the reader forever, /dev/zero would never end: refused before reading.
   BOOST_REQUIRE(::mkfifo(dir.file("pipe.toml").c_str(), 0600) == 0);
-  AG_CHECK_THROWS_WITH(parse_train_sequence_args({"--config", dir.file("pipe.toml")}), UsageError, "pipe.toml",
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainSequenceArgs>({"--config", dir.file("pipe.toml")}), UsageError, "pipe.toml",
                        "not a regular file");
-  AG_CHECK_THROWS_WITH(parse_train_sequence_args({"--config=/dev/zero"}), UsageError, "/dev/zero", "not a regular file");
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainSequenceArgs>({"--config=/dev/zero"}), UsageError, "/dev/zero", "not a regular file");
   // Empty paths (an unset shell variable) are refused, not taken as "no file".
   AG_CHECK_THROWS_WITH(parse({"--save", ""}), UsageError, "--save", "empty");
   AG_CHECK_THROWS_WITH(parse({"--resume="}), UsageError, "--resume");
@@ -214,7 +215,7 @@ BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
                                      "0.0012345678901234567", "--seed", "18446744073709551615", "--optimizer", "sgd",
                                      "--dropout", "0.1", "--steps", "123", "--eval-every", "7"});
   spit(dir.file("written.toml"), a.config_text);
-  const TrainSequenceArgs b = parse_train_sequence_args({"--config", dir.file("written.toml")});
+  const TrainSequenceArgs b = parse_training_args<TrainSequenceArgs>({"--config", dir.file("written.toml")});
   BOOST_TEST(sequence_task_options_to_json(b.task) == sequence_task_options_to_json(a.task));
   BOOST_TEST(sequence_model_options_to_json(b.model) == sequence_model_options_to_json(a.model));
   BOOST_TEST(trainer_options_to_json(b.trainer) == trainer_options_to_json(a.trainer));
@@ -233,11 +234,12 @@ BOOST_AUTO_TEST_CASE(a_run_from_the_written_configuration_repeats_the_run_bit_fo
                                      "2", "--d-ff", "32", "--dropout", "0.1", "--lr", "0.0031", "--seed", "7",
                                      "--steps", "30", "--warmup", "3"});
   spit(dir.file("run.toml"), a.config_text);
-  const TrainSequenceArgs b = parse_train_sequence_args({"--config", dir.file("run.toml")});
+  const TrainSequenceArgs b = parse_training_args<TrainSequenceArgs>({"--config", dir.file("run.toml")});
   const auto losses = [](const TrainSequenceArgs& args) {
     manual_seed(args.seed);
     SequenceModel model(args.model);
-    Trainer trainer(model, args.task, args.trainer);
+    SequenceJob job(model, args.task, args.eval_sequences);
+    Trainer trainer(job, args.trainer);
     std::vector<double> out;
     for (int i = 0; i < 6; ++i) out.push_back(trainer.train_step().loss);
     return out;

@@ -1,0 +1,572 @@
+// What the training programs (train_sequence, train_gpt, train_seq2seq) share, written once:
+// the flags and config files on CLI11, and the plumbing of a run around the one training loop.
+// A program's Args derive from TrainingArgs (`a.trainer.lr`, `a.save_path`) and add declare()
+// for its own flags and finish() for its own checks; its run() uses a TrainingRun.
+//
+// Every flag can also come from a TOML file (--config; the command line wins); --write-config
+// writes the effective configuration, and a fresh run leaves a copy beside its metrics log. A
+// bad flag, key or value is a UsageError naming the flag (and the file, key and line): exit 2.
+// With --resume the checkpoint, opened once, decides everything that shapes the trajectory.
+// Under mpirun every rank trains its part of each batch and rank 0 alone writes and prints.
+// Ctrl-C stops after the current update and saves. Exit codes: 0 done, 1 error, 2 bad command
+// line, 130 interrupted.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "attograd/core/format.h"
+#include "attograd/core/rng.h"
+#include "attograd/core/threads.h"
+#include "attograd/models/sequence_model.h"
+#include "attograd/train/dist/communicator.h"
+#include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/outputs.h"
+#include "attograd/train/report/progress.h"
+#include "attograd/train/trainer.h"
+#include "threads_flag.h"
+
+#ifndef ATTOGRAD_VERSION
+#define ATTOGRAD_VERSION "unknown"
+#endif
+
+namespace ag {
+
+class UsageError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+namespace detail {
+
+// A number read whole (no "12x", no "1.5", no NaN: CLI11's Range lets NaN through, and a
+// learning rate of NaN is no learning rate) within [low, high], or [low, high) when high_open.
+template <typename Number>
+CLI::Validator number_in(Number low, Number high, bool high_open, const std::string& what, const std::string& shown) {
+  return {[=](std::string& text) -> std::string {
+            Number v = 0;
+            std::istringstream in(text);  // a real as a stream reads it ("+1e-3", blanks around it)
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+            const bool whole = std::is_floating_point_v<Number> ? (in >> v) && (in >> std::ws).eof()
+                                                                : ec == std::errc() && end == text.data() + text.size();
+            if (!whole || !std::isfinite(static_cast<double>(v))) return "'" + text + "' is not " + what;
+            return v < low || v > high || (high_open && v == high) ? text + " is out of range " + shown : "";
+          },
+          shown};
+}
+
+inline bool named_in(const std::vector<std::string>& argv, const std::string& flag) {
+  return std::any_of(argv.begin(), argv.end(), [&](const std::string& a) { return a == flag || a.rfind(flag + "=", 0) == 0; });
+}
+
+// CLI11's message, plus the config file's key and line when the value came from there: the
+// first `key = ...` line whose flag the message names and the command line does not give.
+inline std::string explain(const std::string& message, const std::string& config_path,
+                           const std::vector<std::string>& argv) {
+  if (config_path.empty()) return message;
+  std::ifstream in(config_path);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    // The key is the run of [A-Za-z0-9_.-] before '=' (blanks around it allowed).
+    const size_t begin = line.find_first_not_of(" \t"), eq = line.find('=');
+    if (begin == std::string::npos || eq == std::string::npos || eq <= begin) continue;
+    std::string key = line.substr(begin, eq - begin);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    const bool plain = !key.empty() && std::all_of(key.begin(), key.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' || ch == '-';
+    });
+    const std::string flag = "--" + key;
+    const bool named = message.find(flag + ":") != std::string::npos || message.find(flag + " ") != std::string::npos ||
+                       message.find(flag + "=") != std::string::npos || message.find("parse " + key) != std::string::npos ||
+                       message.rfind(flag, 0) == 0;
+    if (plain && named && !named_in(argv, flag)) {
+      return "config file '" + config_path + "', line " + std::to_string(number) + ", key '" + key + "': " + message;
+    }
+  }
+  return "config file '" + config_path + "': " + message;
+}
+
+// The --config file named in argv ("" for none), looked at before CLI11 opens it: CLI11 would
+// read anything, and a FIFO blocks while /dev/zero never ends. UsageError unless it is a
+// regular file of at most 1 MiB.
+inline std::string checked_config_path(const std::vector<std::string>& argv) {
+  std::string path;
+  for (size_t i = 0; i < argv.size(); ++i) {
+    if (argv[i] == "--config" && i + 1 < argv.size()) path = argv[i + 1];
+    if (argv[i].rfind("--config=", 0) == 0) path = argv[i].substr(9);
+  }
+  if (path.empty()) return path;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw UsageError("--config: '" + path + "' does not exist");
+  if (!std::filesystem::is_regular_file(status)) throw UsageError("--config: '" + path + "' is not a regular file");
+  if (std::filesystem::file_size(path, ec) > (1u << 20)) {
+    throw UsageError("--config: '" + path + "' is larger than 1 MiB, too large for a configuration");
+  }
+  return path;
+}
+
+// Runs CLI11 over argv, every failure a UsageError that names the flag (and the config file's
+// key and line). False when --version was asked for.
+inline bool parse_command_line(CLI::App& app, const std::vector<std::string>& argv, const std::string& config_path) {
+  try {
+    std::vector<std::string> reversed(argv.rbegin(), argv.rend());  // CLI11 takes them last first
+    app.parse(reversed);
+  } catch (const CLI::CallForVersion&) {
+    return false;
+  } catch (const CLI::ExtrasError&) {
+    // CLI11 lists the leftovers; name the first one the way a user would look for it.
+    const std::vector<std::string> rest = app.remaining();
+    const std::string first = rest.empty() ? "?" : rest.front();
+    throw UsageError(first.rfind('-', 0) == 0 ? "unknown flag " + first + " (see --help)"
+                                              : "unexpected argument '" + first + "' (flags start with --; see --help)");
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(explain(e.what(), config_path, argv));
+  }
+  return true;
+}
+
+// CLI11's TOML with our first line, and without the paths left empty (an empty path is
+// refused when read back; unset is what they were).
+inline std::string configuration_text(const std::string& toml, const std::string& program) {
+  std::istringstream in(toml);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 3 && line.compare(line.size() - 3, 3, "=\"\"") == 0) {
+      if (!lines.empty() && lines.back().rfind('#', 0) == 0) lines.pop_back();  // its description
+      continue;
+    }
+    lines.push_back(line);
+  }
+  std::string out = std::string(kConfigMarker) + " (run it with " + program + " --config FILE)\n";
+  for (const std::string& line : lines) out += line + "\n";
+  return out;
+}
+
+}  // namespace detail
+
+// What tells one training program from another where the shared code speaks of it.
+struct ProgramInfo {
+  const char* name;      // "train_sequence": messages and the configuration's first line
+  const char* holds;     // what its checkpoints fix besides the optimizer: "model, task"
+  const char* outputs;   // where the outputs go unless flags say otherwise: "runs/<task>"
+  bool target = true;    // its job measures an accuracy: --target-acc stops the run there
+};
+
+// The flags every training program has, bound to TrainerOptions and the run's files.
+struct TrainingArgs {
+  TrainerOptions trainer;
+  uint64_t seed = 0;  // the initialisation, the dropout masks and the training data
+  // The checkpoint (at every evaluation and at the end), the one to continue, and the metrics
+  // log and plot (empty: under the program's outputs directory).
+  std::string save_path, resume_path, log_path, plot_path;
+  std::string config_path, write_config_path;  // --config, --write-config
+  std::string config_text;                     // the effective configuration as TOML
+  std::string threads = "auto", optimizer, schedule;  // resolved into trainer
+  std::string usage;                           // --help's text or --version's line: print it and stop
+  bool overwrite = false, quiet = false;
+};
+
+// Declares flags in the house style: numbers read whole and finite, choices listed, empty paths
+// refused (an unset shell variable is never what the user meant). The flags of a group marked
+// from_checkpoint are what a resumed run takes from its checkpoint: refused next to --resume.
+class Flags {
+ public:
+  explicit Flags(CLI::App& app) : app_(app) {}
+
+  void group(const char* name, bool from_checkpoint) { group_ = name, from_checkpoint_ = from_checkpoint; }
+  CLI::Option* integer(const char* flag, int64_t& into, int64_t low, int64_t high, const std::string& help) {
+    const std::string range = "[" + std::to_string(low) + ", " + std::to_string(high) + "]";
+    return add(app_.add_option(flag, into, help)->check(detail::number_in(low, high, false, "an integer", range)));
+  }
+  CLI::Option* real(const char* flag, double& into, double low, double high, const std::string& help,
+                    bool high_open = false) {
+    const std::string range = "[" + format_number(low) + ", " + format_number(high) + (high_open ? ")" : "]");
+    return add(app_.add_option(flag, into, help)
+                   ->check(detail::number_in(low, high, high_open, "a finite number", range)));
+  }
+  CLI::Option* choice(const char* flag, std::string& into, const std::string& help, std::vector<std::string> choices) {
+    std::string list;
+    for (const std::string& c : choices) list += (list.empty() ? "" : "|") + c;
+    const auto known = [=](std::string& text) {
+      return std::count(choices.begin(), choices.end(), text) ? std::string() : "'" + text + "' is not one of " + list;
+    };
+    return add(app_.add_option(flag, into, help)->check(CLI::Validator(known, list)));
+  }
+  CLI::Option* path(const char* flag, std::string& into, const std::string& help) {
+    const auto given = [](std::string& p) { return p.empty() ? std::string("the path is empty") : std::string(); };
+    return add(app_.add_option(flag, into, help)->check(CLI::Validator(given, "PATH")));
+  }
+  CLI::Option* flag(const char* name, bool& into, const std::string& help) { return add(app_.add_flag(name, into, help)); }
+  CLI::Option* seed(uint64_t& into, const std::string& help) {
+    const auto any = detail::number_in<uint64_t>(0, UINT64_MAX, false, "an unsigned 64-bit integer", "UINT64");
+    return add(app_.add_option("--seed", into, help)->check(any));
+  }
+  CLI::App& app() { return app_; }
+  const std::vector<std::string>& from_checkpoint() const { return checkpointed_; }
+
+ private:
+  CLI::Option* add(CLI::Option* option) {
+    option->group(group_);
+    if (from_checkpoint_) checkpointed_.push_back(option->get_name());
+    return option;
+  }
+
+  CLI::App& app_;
+  std::string group_ = "options";
+  bool from_checkpoint_ = false;
+  std::vector<std::string> checkpointed_;
+};
+
+// The parsed command line, as a program's finish() sees it.
+struct CommandLine {
+  const CLI::App& app;
+  const std::vector<std::string>& argv;
+  bool resuming;
+
+  // Given at all (command line or config file), or on the command line itself: a written
+  // configuration lists every flag, so "the user asked for --shift-k" means the command line.
+  bool given(const char* flag) const { return app.count(flag) > 0; }
+  bool typed(const std::string& flag) const { return detail::named_in(argv, flag); }
+  // A choice's text through its parser; the parser's complaint as a UsageError naming the flag.
+  template <typename Parse>
+  auto choice(const char* flag, Parse parse, const std::string& value) const {
+    try {
+      return parse(value);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string(flag) + ": " + e.what());
+    }
+  }
+};
+
+inline void check_heads(int64_t d_model, int64_t heads) {
+  if (d_model % heads != 0) {
+    throw UsageError("--heads: " + std::to_string(heads) + " does not divide --d-model " + std::to_string(d_model));
+  }
+}
+
+// The block flags of the encoder tagger and the encoder-decoder, whose options name them alike:
+// --d-model, --heads, --d-ff, --pre-norm / --post-norm, --positional, --dropout.
+struct BlockChoices {
+  std::string positional;
+  bool pre_norm = false, post_norm = false;
+};
+
+template <typename ModelOptions>
+void declare_block_flags(Flags& f, ModelOptions& m, BlockChoices& c) {
+  using ML = SequenceModelLimits;
+  c.positional = positional_kind_name(m.positional);
+  const char* the_default = " (the default)";
+  f.integer("--d-model", m.d_model, 1, ML::d_model, "width");
+  f.integer("--heads", m.n_head, 1, ML::n_head, "attention heads, must divide --d-model");
+  f.integer("--d-ff", m.d_ff, 1, ML::d_ff, "feed-forward width");
+  f.flag("--pre-norm", c.pre_norm, std::string("LayerNorm before each sublayer") + (m.norm_first ? the_default : ""));
+  f.flag("--post-norm", c.post_norm, std::string("LayerNorm after each residual sum") + (m.norm_first ? "" : the_default));
+  f.choice("--positional", c.positional, "position embedding", {"learned", "sinusoidal"});
+  f.real("--dropout", m.dropout, 0.0, 1.0, "dropout probability", true);
+}
+
+template <typename ModelOptions>
+void finish_block_flags(const CommandLine& line, ModelOptions& m, const BlockChoices& c) {
+  if (c.pre_norm && c.post_norm) throw UsageError("--pre-norm and --post-norm contradict each other");
+  m.positional = line.choice("--positional", parse_positional_kind, c.positional);
+  if (c.pre_norm || c.post_norm) m.norm_first = c.pre_norm;
+  if (!line.resuming) check_heads(m.d_model, m.n_head);
+}
+
+// The "model" line of a program's description for those models, `layers` e.g. "2" or "2+2".
+template <typename ModelOptions>
+std::string describe_block_model(const ModelOptions& m, const std::string& layers, int64_t parameters) {
+  std::ostringstream os;
+  os << "model  d_model " << m.d_model << ", " << m.n_head << " heads, d_ff " << m.d_ff << ", " << layers << " layers, "
+     << (m.norm_first ? "pre-norm" : "post-norm") << ", " << positional_kind_name(m.positional)
+     << " positions, dropout " << m.dropout << ", " << parameters << " parameters\n";
+  return os.str();
+}
+
+namespace detail {
+
+inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo& info) {
+  using RL = TrainerLimits;
+  constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
+  TrainerOptions& t = a.trainer;
+  a.optimizer = optimizer_kind_name(t.optimizer);
+  a.schedule = lr_decay_name(t.schedule);
+  f.group("optimisation", true);
+  f.choice("--optimizer", a.optimizer, "update rule", {"sgd", "adam", "adamw"});
+  f.real("--lr", t.lr, 0.0, RL::lr, "peak learning rate (after warm-up)");
+  f.real("--min-lr", t.min_lr, 0.0, RL::lr, "learning rate at the end of the decay");
+  f.real("--weight-decay", t.weight_decay, 0.0, RL::lr, "L2 (sgd, adam) or decoupled (adamw)");
+  f.real("--momentum", t.momentum, 0.0, 1.0, "SGD momentum", true);
+  f.integer("--warmup", t.warmup_steps, 0, kBig, "linear warm-up steps");
+  f.choice("--schedule", a.schedule, "decay after warm-up", {"constant", "cosine", "linear"});
+  f.real("--clip", t.clip_norm, 0.0, RL::clip_norm, "max gradient norm, 0 = off");
+  f.integer("--steps", t.steps, 1, kBig, "step budget and end of the decay");
+  f.seed(a.seed, "initialisation, dropout and training data");
+
+  f.group("evaluation and output", false);
+  const std::string out = info.outputs;
+  f.integer("--eval-every", t.eval_every, 1, kBig, "evaluate on held-out data every N steps");
+  if (info.target) f.real("--target-acc", t.target_seq_acc, 0.0, 1.0, "stop at this held-out exact-sequence accuracy");
+  add_threads_flag(f.app(), a.threads, "threads for matrix products", RL::threads)->group("evaluation and output");
+  f.path("--save", a.save_path, "checkpoint (safetensors) at every evaluation and at the end");
+  f.path("--resume", a.resume_path, "continue the run saved in PATH (" + std::string(info.holds) +
+                                        " and optimizer come from it)");
+  f.path("--log", a.log_path, "metrics, one JSON line per evaluation (default " + out + "/metrics.jsonl)");
+  f.path("--plot", a.plot_path, "SVG plot of loss and accuracy (default " + out + "/plot.svg)");
+  f.flag("--overwrite", a.overwrite, "let --save, --log and --plot replace files of another run");
+  f.flag("--quiet", a.quiet, "no progress output, only the summary");
+  f.path("--write-config", a.write_config_path, "write the effective configuration as TOML to FILE and exit")
+      ->configurable(false);
+}
+
+}  // namespace detail
+
+// The parse every training program shares: --help wins over everything else on the line (its
+// text goes to `usage`), --config is checked before it is read, --resume refuses what the
+// checkpoint decides, the optimisation flags are checked against each other; then the program's
+// finish(), and the library's own validation for whatever the checks missed.
+template <typename Args>
+Args parse_training_args(const std::vector<std::string>& argv) {
+  Args a;
+  CLI::App app{"", Args::kInfo.name};
+  app.set_help_flag("-h,--help", "this text");
+  app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION)->configurable(false);
+  app.set_config("--config", "", "read flags from this TOML file (flags on the command line win)");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  app.option_defaults()->always_capture_default();
+  app.get_formatter()->column_width(34);
+  Flags f(app);
+  a.declare(f);  // the program's description and own flags, then the shared ones
+  detail::declare_training_flags(f, a, Args::kInfo);
+  if (detail::named_in(argv, "--help") || detail::named_in(argv, "-h")) {
+    a.usage = app.help();  // asking for help is never an error, whatever else the line holds
+    return a;
+  }
+  a.config_path = detail::checked_config_path(argv);
+  if (!detail::parse_command_line(app, argv, a.config_path)) {
+    a.usage = std::string("attograd ") + ATTOGRAD_VERSION + "\n";  // --version
+    return a;
+  }
+  const CommandLine line{app, argv, !a.resume_path.empty()};
+  TrainerOptions& t = a.trainer;
+  t.optimizer = line.choice("--optimizer", parse_optimizer_kind, a.optimizer);
+  t.schedule = line.choice("--schedule", parse_lr_decay, a.schedule);
+  t.threads = parse_threads(a.threads, TrainerLimits::threads);
+  a.config_text = detail::configuration_text(app.config_to_str(/*default_also=*/true, /*write_description=*/true),
+                                             Args::kInfo.name);
+  for (const std::string& flag : f.from_checkpoint()) {
+    if (line.resuming && line.given(flag.c_str())) {
+      throw UsageError(flag + " cannot be combined with --resume: the checkpoint holds the run's " +
+                       Args::kInfo.holds + " and optimizer settings");
+    }
+  }
+  if (!line.resuming) {
+    if (!(t.lr > 0)) throw UsageError("--lr: must be above 0, got " + format_number(t.lr));
+    if (t.min_lr > t.lr) throw UsageError("--min-lr: " + format_number(t.min_lr) + " is above --lr " + format_number(t.lr));
+    if (t.schedule != LrDecay::constant && t.warmup_steps >= t.steps) {
+      throw UsageError("--warmup: " + std::to_string(t.warmup_steps) + " must be below --steps " +
+                       std::to_string(t.steps) + " for a " + lr_decay_name(t.schedule) + " schedule");
+    }
+    if (!(t.target_seq_acc > 0)) throw UsageError("--target-acc: must be above 0");
+  }
+  try {  // the program's own; whatever the checks missed, the library's validation still names
+    a.finish(line);
+    if (!line.resuming) validate(t);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  return a;
+}
+
+// --- the run ---------------------------------------------------------------------------------
+
+inline std::string percent(double v) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << 100 * v << "%";
+  return os.str();
+}
+
+// The "train" line of a program's description: the optimiser, its schedule, and `rest`.
+inline std::string describe_training(const TrainerOptions& t, const std::string& rest) {
+  std::ostringstream os;
+  os << "train  " << optimizer_kind_name(t.optimizer) << " lr " << t.lr << " (warm-up " << t.warmup_steps << ", "
+     << lr_decay_name(t.schedule) << " to " << t.min_lr << "), weight decay " << t.weight_decay << ", clip "
+     << t.clip_norm << ", " << rest << ", " << t.threads << (t.threads == 1 ? " thread" : " threads") << "\n";
+  return os.str();
+}
+
+namespace detail {
+inline Trainer* g_interruptible = nullptr;
+// First Ctrl-C: finish the step, save, stop. A second one kills the program as usual.
+extern "C" inline void on_interrupt(int) {
+  std::signal(SIGINT, SIG_DFL);
+  if (g_interruptible != nullptr) g_interruptible->request_stop();
+}
+}  // namespace detail
+
+// The plumbing of one run, in the order a program calls it:
+//
+//   TrainingRun run(args, "sequence");          // the --resume checkpoint, opened once, and the options
+//   ... the model's options: from run.checkpoint() when resuming, else from the flags ...
+//   run.prepare("runs/sort", "sort: ...");      // the outputs (rank 0), the config copy, the seed
+//   SequenceModel model(options); SequenceJob job(model, task);
+//   const TrainSummary s = run.train(job, describe(...));   // resume, Ctrl-C, the summary line
+//   ... the program's report ...
+//   return run.finish(s);                       // the last lines and the exit code
+class TrainingRun {
+ public:
+  TrainingRun(const TrainingArgs& args, const char* kind) : args_(args), comm_(Communicator::world()) {
+    // Under mpirun, this rank of a data-parallel run. Every rank but 0 discards what it writes
+    // to stdout (a stream without a buffer drops its output); errors still go to stderr.
+    if (!comm_.is_root()) std::cout.rdbuf(nullptr);
+    if (!args.resume_path.empty()) require_model_kind(ck_.emplace(Checkpoint::open(args.resume_path)), kind);
+    // A resumed run's trajectory comes from the checkpoint; only what observes it from the flags.
+    trainer = ck_ ? resumed_trainer_options(*ck_, args.trainer) : args.trainer;
+    trainer.communicator = &comm_;
+  }
+
+  const Checkpoint* checkpoint() const { return ck_ ? &*ck_ : nullptr; }
+  // What the model and task are built from: the checkpoint's entry `key` (parsed, a complaint
+  // naming the file) when resuming, else what the flags say.
+  template <typename Parse, typename Options>
+  Options options(const std::string& key, Parse parse, const Options& flags) const {
+    try {
+      return ck_ ? parse(ck_->entry(key)) : flags;
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error("checkpoint '" + ck_->path() + "': metadata '" + key + "' is invalid: " + e.what());
+    }
+  }
+  TrainerOptions trainer;  // what the run trains with
+
+  // Before anything is built: the outputs can be written and destroy nothing (over several
+  // processes rank 0 alone writes them), and a fresh run's parameters are seeded.
+  void prepare(const std::string& run_dir, const std::string& plot_title) {
+    out_.checkpoint_path = args_.save_path;
+    out_.log_path = args_.log_path.empty() ? run_dir + "/metrics.jsonl" : args_.log_path;
+    out_.plot_path = args_.plot_path.empty() ? run_dir + "/plot.svg" : args_.plot_path;
+    out_.plot_title = plot_title;
+    // The configuration goes beside the metrics log, so that `--config` of it repeats the run.
+    const std::string config_copy = (std::filesystem::path(out_.log_path).parent_path() / "config.toml").string();
+    if (comm_.is_root()) {
+      prepare_outputs({{"--save", out_.checkpoint_path, OutputKind::checkpoint},
+                       {"--log", out_.log_path, OutputKind::metrics_log},
+                       {"--plot", out_.plot_path, OutputKind::plot},
+                       {"the configuration copy", config_copy, OutputKind::config}},
+                      {.resume = args_.resume_path, .overwrite = args_.overwrite});
+      if (!ck_) write_file_atomically(config_copy, args_.config_text);  // a resume keeps the run's own
+    } else {
+      out_.log_path = out_.plot_path = out_.checkpoint_path = "";
+    }
+    if (!args_.quiet) {
+      out_.progress = &std::cout;
+      // Under mpirun rank 0 writes to a pty even when mpirun's output goes to a file: no redrawing.
+      out_.interactive = stdout_is_terminal() && comm_.size() == 1;
+    }
+    if (!ck_) manual_seed(args_.seed);  // the parameters are drawn from the default generator
+  }
+
+  // Trains the job from where the checkpoint left off (or from the start), Ctrl-C stopping it
+  // after the current update, and prints the description before and the summary line after.
+  TrainSummary train(TrainingJob& job, const std::string& description) {
+    Trainer& t = trainer_.emplace(job, trainer, out_);
+    if (ck_) {
+      t.resume(*ck_);
+      std::cout << "resumed " << args_.resume_path << " at step " << t.step() << "\n";
+    }
+    std::cout << description << std::flush;
+    detail::g_interruptible = &t;
+    std::signal(SIGINT, detail::on_interrupt);
+    const TrainSummary s = t.run();
+    std::signal(SIGINT, SIG_DFL);
+    detail::g_interruptible = nullptr;
+    std::cout << "\n"
+              << (s.reached_target             ? "reached the target"
+                  : s.interrupted              ? "interrupted"
+                  : std::isnan(s.eval.seq_acc) ? "done"  // no accuracy, no target
+                                               : "step budget used up, target not reached")
+              << " after " << s.steps << " steps (" << s.steps_this_run << " in this session) in "
+              << format_duration(s.run_s) << " (" << format_rate(s.tokens_per_s) << " tokens/s)";
+    if (s.elapsed_s > s.run_s + 0.05) std::cout << ", " << format_duration(s.elapsed_s) << " over all sessions";
+    std::cout << "\n";
+    return s;
+  }
+
+  // The data-parallel report, where the run's files are (`hint` ends the checkpoint's line), and
+  // the exit code: 130 when Ctrl-C stopped the run.
+  int finish(const TrainSummary& s, const std::string& hint = "") {
+    if (const DataParallel* dp = trainer_->data_parallel()) std::cout << dp->report() << "\n";
+    std::cout << "metrics " << out_.log_path << "\nplot    " << out_.plot_path << "\n";
+    const std::string& ckpt = out_.checkpoint_path;
+    if (!ckpt.empty()) std::cout << "checkpoint " << ckpt << " (continue with --resume " << ckpt << hint << ")\n";
+    return s.interrupted ? 130 : 0;
+  }
+
+ private:
+  const TrainingArgs& args_;
+  Communicator& comm_;
+  std::optional<Checkpoint> ck_;  // the one read of the resumed file
+  TrainerOutputs out_;
+  std::optional<Trainer> trainer_;
+};
+
+// The main() of the training programs: the command line (a UsageError exits 2 with a pointer
+// to --help), --help, --version, --write-config (the effective configuration, written
+// atomically, then exit 0), then the run, whose exception exits 1 with its message. Under
+// mpirun a rank that fails must not leave the others waiting in their next collective: its
+// error, or a non-zero status, ends the whole job through Communicator::abort.
+template <typename Args>
+int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
+  const std::string program = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : Args::kInfo.name;
+  const auto usage_error = [&](const UsageError& e) {
+    std::cerr << program << ": " << e.what() << "\n(" << program << " --help lists the flags)\n";
+    return 2;
+  };
+  Args args;
+  try {
+    args = parse_training_args<Args>(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const UsageError& e) {
+    return usage_error(e);  // every rank reads the same line, so every rank stops here alone
+  }
+  if (!args.usage.empty()) return (std::cout << args.usage, 0);
+  Communicator& comm = Communicator::world();
+  int status = 0;
+  try {
+    if (args.write_config_path.empty()) {
+      status = run(args);
+    } else if (comm.is_root()) {  // under mpirun one rank writes the file
+      prepare_outputs({{"--write-config", args.write_config_path, OutputKind::config}}, {.overwrite = args.overwrite});
+      write_file_atomically(args.write_config_path, args.config_text);
+      std::cout << "wrote the configuration to " << args.write_config_path << " (run it with --config "
+                << args.write_config_path << ")\n";
+    }
+  } catch (const UsageError& e) {
+    status = usage_error(e);  // what only the run can see, e.g. a text too short for the context
+  } catch (const std::exception& e) {
+    if (comm.size() > 1) comm.abort(program + ": error: " + e.what(), 1);
+    std::cerr << program << ": error: " << e.what() << "\n";
+    return 1;
+  }
+  if (comm.size() > 1 && status != 0 && status != 130) {
+    comm.abort(program + ": the run ended with status " + std::to_string(status), status);
+  }
+  return status;
+}
+
+}  // namespace ag
