@@ -22,8 +22,6 @@
 #include "attograd/layers/activation.h"
 #include "attograd/layers/attention.h"
 #include "attograd/layers/attention_mask.h"
-#include "attograd/layers/cached_attention.h"
-#include "attograd/layers/cached_decoder.h"
 #include "attograd/layers/check_layer.h"
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/embedding.h"

@@ -121,7 +121,8 @@ Variable MultiHeadAttention::split_heads(const Variable& x, int64_t d) const {
 }
 
 AttentionOutput MultiHeadAttention::forward(const Variable& query, const Variable& key, const Variable& value,
-                                            const AttentionMask& mask, const AttentionBias& bias, bool need_weights) {
+                                            const AttentionMask& mask, const AttentionBias& bias, bool need_weights,
+                                            const KvCacheLayer& cache) {
   const MultiHeadAttentionOptions& o = options_;
   const bool ranks = query.dim() == 3 && key.dim() == 3 && value.dim() == 3;
   if (!ranks || query.shape()[-1] != o.q_dim || key.shape()[-1] != o.k_dim || value.shape()[-1] != o.v_dim ||
@@ -131,13 +132,15 @@ AttentionOutput MultiHeadAttention::forward(const Variable& query, const Variabl
                                 std::to_string(o.v_dim) + "), got query=" + query.shape().str() +
                                 " key=" + key.shape().str() + " value=" + value.shape().str());
   }
-  const int64_t B = query.shape()[0], Tq = query.shape()[1], Tk = key.shape()[1];
+  const int64_t B = query.shape()[0], Tq = query.shape()[1];
+  const int64_t Tk = cache.empty() ? key.shape()[1] : cached_key_count(cache, query, key);
   mask.check("MultiHeadAttention", B, o.n_head, Tq, Tk);
   bias.check("MultiHeadAttention", B, o.n_head, Tq, Tk);
 
   const Variable q = split_heads(w_q_(query), o.d_k);  // (B, H, Tq, d_k)
-  const Variable k = split_heads(w_k_(key), o.d_k);    // (B, H, Tk, d_k)
-  const Variable v = split_heads(w_v_(value), o.d_v);  // (B, H, Tk, d_v)
+  // (B, H, Tk, d_k) and (B, H, Tk, d_v); with a cache, views of it (attention_cache.cpp).
+  const auto [k, v] = cache.empty() ? std::pair{split_heads(w_k_(key), o.d_k), split_heads(w_v_(value), o.d_v)}
+                                    : cached_keys_values(cache, key, value);
   AttentionOutput r = attention_(q, k, v, mask, bias);
   // (B, H, Tq, d_v) -> (B, Tq, H * d_v): heads side by side, as w_o expects them.
   const Variable heads = reshape(permute(r.output, {0, 2, 1, 3}), {B, Tq, o.n_head * o.d_v});

@@ -18,14 +18,28 @@
 // (Tq != Tk allowed). Masks: see attention_mask.h. A query row that sees no key in any head
 // gets a zero output row (the output bias is not added to it) and zero, finite gradients.
 //
+// Incremental decoding passes a layer of a KvCache (kv_cache.h) to the same forward, which then
+// takes its keys and values from the cache instead of projecting all of them again:
+//   cache.layer(i)         key and value are the T_new new positions: they are projected,
+//                          appended, and the queries attend over all P + T_new cached positions
+//                          (the mask must broadcast to (B, H, Tq, P + T_new): cache.causal_mask)
+//   cache.memory_layer(i)  the first call projects key and value (B, S, .) into the empty layer;
+//                          later calls only read them (key and value must still be (B, S, .))
+// The output is what the uncached forward over every position gives for the query rows. With a
+// cache, grad mode must be off (std::logic_error: run under a NoGradGuard), and a cache of
+// another batch, head count, head size or dtype, or without room, is refused before anything
+// is appended (std::invalid_argument naming the shapes).
+//
 // The key projection's bias never receives a gradient: it adds the same amount to every score
 // of a query row, which softmax ignores. Gradient checks list it in zero_ok.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "attograd/layers/attention_mask.h"
+#include "attograd/layers/kv_cache.h"
 #include "attograd/layers/linear.h"
 #include "attograd/layers/module.h"
 
@@ -80,13 +94,14 @@ class MultiHeadAttention : public Module {
  public:
   explicit MultiHeadAttention(const MultiHeadAttentionOptions& options);
 
-  // weights is defined only when need_weights is true.
+  // weights is defined only when need_weights is true; (B, H, Tq, Tk), Tk counting cached keys.
   AttentionOutput forward(const Variable& query, const Variable& key, const Variable& value,
-                          const AttentionMask& mask = {}, const AttentionBias& bias = {}, bool need_weights = false);
+                          const AttentionMask& mask = {}, const AttentionBias& bias = {}, bool need_weights = false,
+                          const KvCacheLayer& cache = {});
   // Self-attention: x: (B, T, d_model) -> (B, T, d_model).
   AttentionOutput forward(const Variable& x, const AttentionMask& mask = {}, const AttentionBias& bias = {},
-                          bool need_weights = false) {
-    return forward(x, x, x, mask, bias, need_weights);
+                          bool need_weights = false, const KvCacheLayer& cache = {}) {
+    return forward(x, x, x, mask, bias, need_weights, cache);
   }
 
   // Options with every default resolved (d_k, d_v, q_dim, k_dim, v_dim filled in).
@@ -101,6 +116,13 @@ class MultiHeadAttention : public Module {
  private:
   // (B, T, n_head * d) -> (B, n_head, T, d), a view.
   Variable split_heads(const Variable& x, int64_t d) const;
+  // attention_cache.cpp. The number of keys the queries will see through `cache`, after
+  // checking that the cache fits (grad mode, batch, heads, head sizes, dtype, room).
+  int64_t cached_key_count(const KvCacheLayer& cache, const Variable& query, const Variable& key) const;
+  // The keys (B, H, Tk, d_k) and values (B, H, Tk, d_v) the queries attend to: key and value
+  // projected and appended as the cache's use says, then the cache's views.
+  std::pair<Variable, Variable> cached_keys_values(const KvCacheLayer& cache, const Variable& key,
+                                                   const Variable& value);
 
   MultiHeadAttentionOptions options_;
   Linear& w_q_;

@@ -112,4 +112,21 @@ void KvCache::reset() {
   for (Layer& l : layers_) l.length = 0;
 }
 
+AttentionMask KvCache::causal_mask(int64_t layer, int64_t t_new) const {
+  const int64_t past = layer_at(layer, "causal_mask").length;
+  if (t_new < 1 || past + t_new > options_.max_len) {
+    throw std::invalid_argument("KvCache::causal_mask: layer " + std::to_string(layer) + " holds " +
+                                std::to_string(past) + " of max_len=" + std::to_string(options_.max_len) +
+                                " positions; t_new=" + std::to_string(t_new) + " must be >= 1 and fit");
+  }
+  if (t_new == 1) return AttentionMask();  // the one new query sees every key
+  const int64_t total = past + t_new;
+  Tensor keep = zeros({1, 1, t_new, total}, DType::f32);
+  float* p = keep.data<float>();
+  for (int64_t i = 0; i < t_new; ++i) {
+    for (int64_t j = 0; j <= past + i; ++j) p[i * total + j] = 1.0f;
+  }
+  return AttentionMask::keep(keep);
+}
+
 }  // namespace ag

@@ -2,24 +2,34 @@
 // one new token costs attention over the cached positions (O(T)) instead of a forward pass over
 // the whole context (O(T^2) attention and T times every projection).
 //
+// The cache is an optional argument of the modules' own forwards, as in llama2.c's
+// forward(token, pos): there is no second, cached copy of attention or of the blocks.
+//
 //   KvCache cache(KvCacheOptions{.n_layers = 4, .batch = 1, .n_head = 4, .d_k = 32, .max_len = 128});
-//   cache.append(layer, k, v);        // k: (B, H, T_new, d_k), v: (B, H, T_new, d_v)
-//   Tensor keys = cache.keys(layer);  // (B, H, length(layer), d_k): every key so far, a view
-//   cache.reset();                    // length 0 again, storage kept for the next sequence
+//   NoGradGuard no_grad;                               // cached keys and values are outside any graph
+//   // x_new: (B, T_new, d_model), the positions P .. P+T_new-1 after the P = cache.length(i) cached
+//   const AttentionMask mask = cache.causal_mask(i, T_new);  // taken before the step appends
+//   y = block.forward(x_new, mask, {}, cache.layer(i));     // block i: those rows of the full forward
+//   Tensor keys = cache.keys(i);                       // (B, H, length(i), d_k): every key so far, a view
+//   cache.reset();                                     // length 0 again, storage kept for the next sequence
+//
+// How an attention uses its layer of the cache (MultiHeadAttention::forward, attention.h):
+//   cache.layer(i)         self-attention: each call projects only the new positions, appends their
+//                          keys and values and attends over every position cached so far; the mask
+//                          covers (T_new, P + T_new) keys, causal_mask() gives the causal one
+//   cache.memory_layer(i)  cross-attention over a fixed sequence (an encoder's output): the first
+//                          call projects and stores its keys and values, later calls project only
+//                          their queries and read them
+// Layers advance independently (a model appends to layer 0, then layer 1, ...); length() is the
+// common length once every layer has taken the same step.
 //
 // Layout: each layer owns one (B, H, max_len, d) buffer for keys and one for values, allocated
 // once at construction; append copies the new positions into it and keys()/values() are views
 // of its first length(layer) positions (strided over the unused tail, which attention reads in
 // place). Nothing is reallocated while decoding.
 //
-// Any decoder can use it: a self-attention layer appends one step's keys and values and attends
-// over all of them (cached_self_attention in layers/cached_attention.h); a cross-attention layer
-// can append the encoder's projected keys and values once and only read them afterwards.
-// Layers advance independently (a model appends to layer 0, then layer 1, ...); length() is the
-// common length once every layer has taken the same step.
-//
 // The cache holds plain tensors, outside any autograd graph: gradients never flow into cached
-// positions, which is why the cached attention refuses to run with grad mode on. The views
+// positions, which is why an attention given a cache refuses to run with grad mode on. The views
 // alias the cache's storage: after reset(), the next append overwrites what earlier views show.
 // Bad shapes, dtypes, layers or an append past max_len throw std::invalid_argument naming the
 // call and every shape involved.
@@ -29,8 +39,26 @@
 #include <vector>
 
 #include "attograd/core/tensor.h"
+#include "attograd/layers/attention_mask.h"
 
 namespace ag {
+
+class KvCache;
+
+// How an attention uses its layer of a cache (see the opening comment).
+enum class KvCacheUse {
+  append,  // self-attention: every call appends its new positions, attends over all of them
+  memory,  // cross-attention: the first call stores the projected memory, later calls read it
+};
+
+// One layer of a KvCache as an attention's forward takes it; a default one means no cache.
+// Made by KvCache::layer / KvCache::memory_layer.
+struct KvCacheLayer {
+  KvCache* cache = nullptr;
+  int64_t index = 0;
+  KvCacheUse use = KvCacheUse::append;
+  bool empty() const { return cache == nullptr; }
+};
 
 struct KvCacheOptions {
   int64_t n_layers = 0;
@@ -67,6 +95,16 @@ class KvCache {
   // Every layer back to length 0 (storage kept).
   void reset();
 
+  // Layer `layer` for an attention's forward, self-attention or cross-attention use;
+  // std::invalid_argument when the layer is outside [0, n_layers).
+  KvCacheLayer layer(int64_t layer) { return {this, checked_layer(layer, "layer"), KvCacheUse::append}; }
+  KvCacheLayer memory_layer(int64_t layer) { return {this, checked_layer(layer, "memory_layer"), KvCacheUse::memory}; }
+  // The causal mask of t_new >= 1 queries about to be appended to `layer` after its P =
+  // length(layer) positions: query i sits at position P + i and sees keys 0 .. P + i, a keep
+  // mask (1, 1, t_new, P + t_new). Empty for t_new = 1: one new query sees every key. Take it
+  // before the step appends.
+  AttentionMask causal_mask(int64_t layer, int64_t t_new) const;
+
   // Options with d_v resolved.
   const KvCacheOptions& options() const { return options_; }
   int64_t n_layers() const { return options_.n_layers; }
@@ -79,6 +117,10 @@ class KvCache {
     int64_t length = 0;
   };
   const Layer& layer_at(int64_t layer, const char* op) const;
+  int64_t checked_layer(int64_t layer, const char* op) const {
+    layer_at(layer, op);
+    return layer;
+  }
 
   KvCacheOptions options_;
   std::vector<Layer> layers_;

@@ -93,7 +93,8 @@ TransformerBlock::TransformerBlock(const TransformerBlockOptions& options)
       dropout1_(register_module("dropout1", std::make_unique<Dropout>(options.dropout))),
       dropout2_(register_module("dropout2", std::make_unique<Dropout>(options.dropout))) {}
 
-Variable TransformerBlock::forward(const Variable& x, const AttentionMask& mask, const AttentionBias& bias) {
+Variable TransformerBlock::forward(const Variable& x, const AttentionMask& mask, const AttentionBias& bias,
+                                   const KvCacheLayer& cache) {
   if (x.dim() != 3 || x.shape()[-1] != options_.d_model) {
     throw std::invalid_argument("TransformerBlock: input of shape " + x.shape().str() + " must be (B, T, d_model=" +
                                 std::to_string(options_.d_model) + ")");
@@ -102,7 +103,7 @@ Variable TransformerBlock::forward(const Variable& x, const AttentionMask& mask,
   // otherwise be broadcast silently into the residual sum.
   const bool pre = options_.norm_first;
   const Variable h = residual(pre, x, norm1_, dropout1_, *this, "norm1",
-                              [&](const Variable& v) { return attn_.forward(v, mask, bias).output; });
+                              [&](const Variable& v) { return attn_.forward(v, mask, bias, false, cache).output; });
   return residual(pre, h, norm2_, dropout2_, *this, "norm2",
                   [&](const Variable& v) { return apply_sublayer(ff_, v, *this, "ff"); });
 }

@@ -9,6 +9,12 @@
 // Masks and biases go to the attention unchanged. A query that sees no key gets nothing from
 // the attention branch (see attention_mask.h): its row is then the residual path alone.
 //
+// Incremental decoding: the same forward with a layer of a KvCache (kv_cache.h), which the
+// attention uses (attention.h); x then holds only the new positions P .. P+T_new-1 and the
+// output equals those rows of the forward over all of them:
+//   y = block.forward(x_new, cache.causal_mask(i, T_new), {}, cache.layer(i));
+// Train and eval run the same code; in eval the dropouts pass their input through.
+//
 // The slots ff, norm1 and norm2 hold Sublayers (sublayer.h): by default PositionwiseFeedForward
 // and LayerNorm, built from the options as PyTorch's nn.TransformerEncoderLayer builds them, so
 // the parameter names (ff.linear1.weight, norm1.weight, ...) are its state_dict keys. A user's
@@ -38,6 +44,7 @@
 #include "attograd/layers/attention.h"
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/feed_forward.h"
+#include "attograd/layers/kv_cache.h"
 #include "attograd/layers/layer_norm.h"
 #include "attograd/layers/module.h"
 #include "attograd/layers/sequential.h"
@@ -78,9 +85,12 @@ class TransformerBlock : public Module {
  public:
   explicit TransformerBlock(const TransformerBlockOptions& options);
 
-  Variable forward(const Variable& x, const AttentionMask& mask = {}, const AttentionBias& bias = {});
-  Variable operator()(const Variable& x, const AttentionMask& mask = {}, const AttentionBias& bias = {}) {
-    return forward(x, mask, bias);
+  // cache: the attention's layer of a KvCache, or none.
+  Variable forward(const Variable& x, const AttentionMask& mask = {}, const AttentionBias& bias = {},
+                   const KvCacheLayer& cache = {});
+  Variable operator()(const Variable& x, const AttentionMask& mask = {}, const AttentionBias& bias = {},
+                      const KvCacheLayer& cache = {}) {
+    return forward(x, mask, bias, cache);
   }
   const TransformerBlockOptions& options() const { return options_; }
   MultiHeadAttention& attn() { return attn_; }

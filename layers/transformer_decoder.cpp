@@ -37,6 +37,33 @@ MultiHeadAttentionOptions cross_attention_options(const TransformerDecoderLayerO
   return a;
 }
 
+// The op a mask's error names: the layer and the mask. Literals rather than name() + "...",
+// since decoding runs this check for every token and layer.
+const char* mask_op(bool norm_first, bool self_attention) {
+  if (self_attention) {
+    return norm_first ? "TransformerDecoderLayer(pre-norm) tgt_mask (self-attention)"
+                      : "TransformerDecoderLayer(post-norm) tgt_mask (self-attention)";
+  }
+  return norm_first ? "TransformerDecoderLayer(pre-norm) memory_mask (cross-attention)"
+                    : "TransformerDecoderLayer(post-norm) memory_mask (cross-attention)";
+}
+
+void check_cache_use(const KvCacheLayer& cache, KvCacheUse use, const Module& layer, const char* which,
+                     const char* maker) {
+  if (!cache.empty() && cache.use != use) {
+    throw std::invalid_argument(layer.name() + ": " + which + " is the wrong use of layer " + std::to_string(cache.index) +
+                                " of its cache; pass " + maker);
+  }
+}
+
+void check_cache_layers(const KvCache* cache, size_t layers, const char* which) {
+  if (cache != nullptr && cache->n_layers() != static_cast<int64_t>(layers)) {
+    throw std::invalid_argument(std::string("TransformerDecoder: ") + which + " holds n_layers=" +
+                                std::to_string(cache->n_layers()) + " layers for a decoder of " +
+                                std::to_string(layers) + " layers");
+  }
+}
+
 }  // namespace
 
 TransformerDecoderLayer::TransformerDecoderLayer(const TransformerDecoderLayerOptions& options)
@@ -55,7 +82,8 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerDecoderLayerOp
       dropout3_(register_module("dropout3", std::make_unique<Dropout>(options_.block.dropout))) {}
 
 Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& memory, const AttentionMask& tgt_mask,
-                                          const AttentionMask& memory_mask) {
+                                          const AttentionMask& memory_mask, const KvCacheLayer& self_cache,
+                                          const KvCacheLayer& memory_cache) {
   const int64_t d_model = options_.block.d_model, d_memory = options_.d_memory;
   const bool tgt_ok = tgt.dim() == 3 && tgt.shape()[-1] == d_model;
   const bool memory_ok = memory.dim() == 3 && memory.shape()[-1] == d_memory;
@@ -64,16 +92,21 @@ Variable TransformerDecoderLayer::forward(const Variable& tgt, const Variable& m
                                 ") and memory (B, S, d_memory=" + std::to_string(d_memory) +
                                 ") with the same B, got tgt=" + tgt.shape().str() + " memory=" + memory.shape().str());
   }
+  check_cache_use(self_cache, KvCacheUse::append, *this, "self_cache", "cache.layer(i)");
+  check_cache_use(memory_cache, KvCacheUse::memory, *this, "memory_cache", "cache.memory_layer(i)");
   // The masks are checked here, naming which one does not fit, before either attention runs.
+  // With a self cache the new positions also see the P cached ones.
   const int64_t B = tgt.shape()[0], T = tgt.shape()[1], S = memory.shape()[1], H = options_.block.n_head;
-  tgt_mask.check((name() + " tgt_mask (self-attention)").c_str(), B, H, T, T);
-  memory_mask.check((name() + " memory_mask (cross-attention)").c_str(), B, H, T, S);
-
+  const int64_t past = self_cache.empty() ? 0 : self_cache.cache->length(self_cache.index);
   const bool pre = options_.block.norm_first;
-  const Variable h = residual(pre, tgt, norm1_, dropout1_, *this, "norm1",
-                              [&](const Variable& v) { return self_attn_.forward(v, tgt_mask).output; });
+  tgt_mask.check(mask_op(pre, true), B, H, T, past + T);
+  memory_mask.check(mask_op(pre, false), B, H, T, S);
+
+  const Variable h = residual(pre, tgt, norm1_, dropout1_, *this, "norm1", [&](const Variable& v) {
+    return self_attn_.forward(v, tgt_mask, {}, false, self_cache).output;
+  });
   const Variable c = residual(pre, h, norm2_, dropout2_, *this, "norm2", [&](const Variable& v) {
-    return multihead_attn_.forward(v, memory, memory, memory_mask).output;
+    return multihead_attn_.forward(v, memory, memory, memory_mask, {}, false, memory_cache).output;
   });
   return residual(pre, c, norm3_, dropout3_, *this, "norm3",
                   [&](const Variable& v) { return apply_sublayer(ff_, v, *this, "ff"); });
@@ -98,9 +131,15 @@ TransformerDecoder::TransformerDecoder(const TransformerDecoderOptions& options)
 }
 
 Variable TransformerDecoder::forward(const Variable& tgt, const Variable& memory, const AttentionMask& tgt_mask,
-                                     const AttentionMask& memory_mask) {
+                                     const AttentionMask& memory_mask, KvCache* self_cache, KvCache* memory_cache) {
+  check_cache_layers(self_cache, layers_.size(), "the self-attention cache");
+  check_cache_layers(memory_cache, layers_.size(), "the memory cache");
   Variable h = tgt;
-  for (TransformerDecoderLayer* layer : layers_) h = layer->forward(h, memory, tgt_mask, memory_mask);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const int64_t l = static_cast<int64_t>(i);
+    h = layers_[i].forward(h, memory, tgt_mask, memory_mask, self_cache ? self_cache->layer(l) : KvCacheLayer{},
+                           memory_cache ? memory_cache->memory_layer(l) : KvCacheLayer{});
+  }
   return norm_ ? apply_sublayer(*norm_, h, *this, "norm") : h;
 }
 

@@ -29,9 +29,19 @@
 // Padded target positions produce outputs (they see the real keys before them); the loss must
 // ignore them. A query that sees no key gets nothing from that attention branch.
 //
+// Incremental decoding (one target position, or a few, at a time) runs the same forward with
+// two layers of KvCaches (kv_cache.h), both optional:
+//   self_cache    cache.layer(i): the target's keys and values, growing by the new positions; tgt
+//                 holds only the new positions P .. P+T_new-1 and tgt_mask broadcasts to
+//                 (B, H, T_new, P + T_new): self_kv.causal_mask(i, T_new)
+//   memory_cache  memory_kv.memory_layer(i): the cross-attention's keys and values, projected
+//                 from memory by the first call and read by the later ones
+// The output equals the rows P .. P+T_new-1 of the forward over every target position. Under
+// a NoGradGuard only (see attention.h).
+//
 // TransformerDecoder: n_layers layers under layers.0, layers.1, ... (nn.TransformerDecoder's
 // keys), each given the same memory and masks; with norm_first a final norm `norm` follows, as in
-// TransformerEncoder (final_norm chooses, as there).
+// TransformerEncoder (final_norm chooses, as there). Its caches hold one layer per decoder layer.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +50,7 @@
 #include "attograd/layers/attention.h"
 #include "attograd/layers/attention_mask.h"
 #include "attograd/layers/dropout.h"
+#include "attograd/layers/kv_cache.h"
 #include "attograd/layers/module.h"
 #include "attograd/layers/sequential.h"
 #include "attograd/layers/sublayer.h"
@@ -57,12 +68,14 @@ class TransformerDecoderLayer : public Module {
   explicit TransformerDecoderLayer(const TransformerDecoderLayerOptions& options);
 
   // tgt: (B, T, d_model), memory: (B, S, d_memory) -> (B, T, d_model). std::invalid_argument
-  // naming the layer and the shapes for inputs or masks that do not fit.
+  // naming the layer and the shapes for inputs, masks or caches that do not fit.
   Variable forward(const Variable& tgt, const Variable& memory, const AttentionMask& tgt_mask = {},
-                   const AttentionMask& memory_mask = {});
+                   const AttentionMask& memory_mask = {}, const KvCacheLayer& self_cache = {},
+                   const KvCacheLayer& memory_cache = {});
   Variable operator()(const Variable& tgt, const Variable& memory, const AttentionMask& tgt_mask = {},
-                      const AttentionMask& memory_mask = {}) {
-    return forward(tgt, memory, tgt_mask, memory_mask);
+                      const AttentionMask& memory_mask = {}, const KvCacheLayer& self_cache = {},
+                      const KvCacheLayer& memory_cache = {}) {
+    return forward(tgt, memory, tgt_mask, memory_mask, self_cache, memory_cache);
   }
 
   // d_memory resolved (never 0).
@@ -100,11 +113,14 @@ class TransformerDecoder : public Module {
  public:
   explicit TransformerDecoder(const TransformerDecoderOptions& options);
 
+  // The caches, when given, hold n_layers layers: layer i serves layer(i).
   Variable forward(const Variable& tgt, const Variable& memory, const AttentionMask& tgt_mask = {},
-                   const AttentionMask& memory_mask = {});
+                   const AttentionMask& memory_mask = {}, KvCache* self_cache = nullptr,
+                   KvCache* memory_cache = nullptr);
   Variable operator()(const Variable& tgt, const Variable& memory, const AttentionMask& tgt_mask = {},
-                      const AttentionMask& memory_mask = {}) {
-    return forward(tgt, memory, tgt_mask, memory_mask);
+                      const AttentionMask& memory_mask = {}, KvCache* self_cache = nullptr,
+                      KvCache* memory_cache = nullptr) {
+    return forward(tgt, memory, tgt_mask, memory_mask, self_cache, memory_cache);
   }
   const TransformerDecoderOptions& options() const { return options_; }
   TransformerDecoderLayer& layer(size_t i) { return layers_[i]; }

@@ -8,7 +8,6 @@
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops.h"
 #include "attograd/layers/attention_mask.h"
-#include "attograd/layers/cached_attention.h"
 
 namespace ag {
 
@@ -130,9 +129,14 @@ Variable GPT::hidden(const Variable& x) {
                                 std::to_string(options_.d_model) + ") with 1 <= T <= block_size=" +
                                 std::to_string(options_.block_size));
   }
-  const AttentionMask causal = AttentionMask::causal(x.shape()[1]);
-  Variable h = positioned(x, 0);
-  for (TransformerBlock* b : blocks_) h = b->forward(h, causal);
+  return through_blocks(x, 0, AttentionMask::causal(x.shape()[1]), nullptr);
+}
+
+Variable GPT::through_blocks(const Variable& x, int64_t start, const AttentionMask& causal, KvCache* cache) {
+  Variable h = positioned(x, start);
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    h = blocks_[i].forward(h, causal, {}, cache ? cache->layer(static_cast<int64_t>(i)) : KvCacheLayer{});
+  }
   return norm_(h);
 }
 
@@ -187,11 +191,8 @@ Variable GPT::forward(const Indices& ids, KvCache& cache) {
                                 std::to_string(options_.block_size) + " (cache max_len=" + std::to_string(c.max_len) +
                                 "); reset() the cache and feed the last tokens of the new window");
   }
-  Variable h = positioned(embed_(ids), past);
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    h = cached_block_forward(blocks_[i], h, cache, static_cast<int64_t>(i));
-  }
-  return head(norm_(h));
+  // The new positions see the cached ones and, among themselves, those before them.
+  return head(through_blocks(embed_(ids), past, cache.causal_mask(0, t_new), &cache));
 }
 
 }  // namespace ag

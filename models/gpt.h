@@ -27,14 +27,17 @@
 // ff.linear2) N(0, 0.02 / sqrt(2 n_layers)), biases 0, LayerNorms 1 and 0.
 //
 // Incremental decoding: forward(ids, cache) feeds only the new positions and keeps every
-// layer's keys and values in a KvCache (layers/kv_cache.h); models/generate.h builds sampling
-// and the sliding context window on top of it.
+// layer's keys and values in a KvCache (layers/kv_cache.h), block i in layer i. It runs the
+// same code as forward(ids): the blocks' own forward, given their layer of the cache and the
+// causal mask offset by the cached positions. models/generate.h builds sampling and the
+// sliding context window on top of it.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "attograd/core/indices.h"
+#include "attograd/layers/attention_mask.h"
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/embedding.h"
 #include "attograd/layers/kv_cache.h"
@@ -111,6 +114,9 @@ class GPT : public Module {
  private:
   // x: (B, T, d_model) embeddings of positions start .. start+T-1, before the positions are added.
   Variable positioned(const Variable& x, int64_t start);
+  // The body of every forward: positions, the blocks under `causal` (each with its layer of
+  // the cache when there is one), the final norm -> (B, T, d_model).
+  Variable through_blocks(const Variable& x, int64_t start, const AttentionMask& causal, KvCache* cache);
   void check_ids(const Indices& ids, const char* op) const;
   void init_weights();
 

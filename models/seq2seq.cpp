@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops.h"
@@ -169,41 +170,43 @@ Variable Seq2Seq::encode(const Indices& src, const std::vector<int64_t>& src_len
   return encode_embedded((*src_embed_)(src), src_lengths);
 }
 
-Variable Seq2Seq::embed_target(const Indices& tgt, int64_t start) {
-  if (tgt.shape.rank() != 2 || start < 0 || start + tgt.shape[1] > options_.max_len) {
-    throw std::invalid_argument("Seq2Seq::embed_target: target " + tgt.shape.str() + " at position " +
-                                std::to_string(start) + " does not fit max_len=" + std::to_string(options_.max_len));
-  }
-  for (int64_t i = 0; i < tgt.numel(); ++i) {
-    if (tgt[i] < 0 || tgt[i] >= options_.tgt_vocab) {
-      throw std::invalid_argument("Seq2Seq::embed_target: target token " + std::to_string(tgt[i]) +
-                                  " is outside [0, vocab=" + std::to_string(options_.tgt_vocab) + ")");
-    }
-  }
-  return positioned((*tgt_embed_)(tgt), start, "Seq2Seq::embed_target");
-}
-
 Variable Seq2Seq::decode_embedded(const Variable& tgt_x, const Variable& memory,
-                                  const std::vector<int64_t>& src_lengths, const std::vector<int64_t>& tgt_lengths) {
-  const Variable y = positioned(tgt_x, 0, "Seq2Seq::decode");
+                                  const std::vector<int64_t>& src_lengths, const std::vector<int64_t>& tgt_lengths,
+                                  Seq2SeqCache* cache) {
+  if (cache != nullptr && !tgt_lengths.empty()) {
+    throw std::invalid_argument("Seq2Seq::decode: with a cache every target position is real; tgt_lengths " +
+                                list(tgt_lengths) + " must be empty");
+  }
+  // With a cache, tgt continues the positions it holds.
+  const Variable y = positioned(tgt_x, cache ? cache->self.length() : 0, "Seq2Seq::decode");
   const int64_t T = y.shape()[1];
   if (memory.dim() != 3 || memory.shape()[0] != y.shape()[0]) {
     throw std::invalid_argument("Seq2Seq::decode: memory " + memory.shape().str() + " must be (B=" +
                                 std::to_string(y.shape()[0]) + ", S, d_model) for target " + y.shape().str());
   }
   check_lengths("Seq2Seq::decode", "src_lengths", src_lengths, memory.shape()[0], memory.shape()[1]);
-  AttentionMask tgt_mask = AttentionMask::causal(T);
+  AttentionMask tgt_mask = cache ? cache->self.causal_mask(0, T) : AttentionMask::causal(T);
   if (!tgt_lengths.empty()) {
     check_lengths("Seq2Seq::decode", "tgt_lengths", tgt_lengths, y.shape()[0], T);
     tgt_mask &= AttentionMask::key_padding(tgt_lengths, T);
   }
-  return head(decoder_(y, memory, tgt_mask, AttentionMask::key_padding(src_lengths, memory.shape()[1])));
+  return head(decoder_(y, memory, tgt_mask, AttentionMask::key_padding(src_lengths, memory.shape()[1]),
+                       cache ? &cache->self : nullptr, cache ? &cache->memory : nullptr));
+}
+
+Seq2SeqCache Seq2Seq::make_cache(int64_t batch, int64_t S) const {
+  const int64_t d_head = options_.d_model / options_.n_head;
+  KvCacheOptions c{.n_layers = options_.n_decoder_layers, .batch = batch, .n_head = options_.n_head, .d_k = d_head,
+                   .d_v = d_head, .max_len = options_.max_len, .dtype = dtype()};
+  KvCache self(c);
+  c.max_len = S;
+  return {std::move(self), KvCache(c)};
 }
 
 Variable Seq2Seq::decode(const Indices& tgt, const Variable& memory, const std::vector<int64_t>& src_lengths,
-                         const std::vector<int64_t>& tgt_lengths) {
+                         const std::vector<int64_t>& tgt_lengths, Seq2SeqCache* cache) {
   check_tokens("Seq2Seq::decode", "tgt", tgt, options_.tgt_vocab);
-  return decode_embedded((*tgt_embed_)(tgt), memory, src_lengths, tgt_lengths);
+  return decode_embedded((*tgt_embed_)(tgt), memory, src_lengths, tgt_lengths, cache);
 }
 
 Variable Seq2Seq::forward_embedded(const Variable& src_x, const std::vector<int64_t>& src_lengths,

@@ -37,7 +37,11 @@
 // tables N(0, d_model^-1/2), so that embeddings times sqrt(d_model) have unit variance (and a
 // tied head starts with logits of unit size). Drawn from default_generator(): seed it first.
 //
-// Decoding (greedy, beam search, the KV caches) is in models/seq2seq_decode.h.
+// Incremental decoding passes a Seq2SeqCache to decode: the target then holds only the new
+// positions P .. P+T_new-1 (P = cache.self.length()), the decoder's self-attention appends their
+// keys and values, its cross-attention reads the memory's keys and values, projected by the
+// first cached decode. The same decoder forward runs with and without it (layers/kv_cache.h).
+// Greedy decoding and beam search on top of it are in models/seq2seq_decode.h.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +52,7 @@
 #include "attograd/layers/attention_mask.h"
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/embedding.h"
+#include "attograd/layers/kv_cache.h"
 #include "attograd/layers/linear.h"
 #include "attograd/layers/module.h"
 #include "attograd/layers/positional.h"
@@ -82,6 +87,12 @@ using Seq2SeqLimits = SequenceModelLimits;
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const Seq2SeqOptions& options);
 
+// The caches of one incremental decoding, one layer per decoder layer in each (make_cache).
+struct Seq2SeqCache {
+  KvCache self;    // the decoder's self-attention: every target position fed so far, up to max_len
+  KvCache memory;  // the cross-attention: the memory's S positions, stored by the first decode
+};
+
 class Seq2Seq : public Module {
  public:
   explicit Seq2Seq(const Seq2SeqOptions& options);
@@ -101,17 +112,19 @@ class Seq2Seq : public Module {
                             const std::vector<int64_t>& tgt_lengths);
 
   // The pieces, for decoding. encode: src -> memory (B, S, d_model), the encoder's final norm
-  // applied. decode: tgt positions start .. start+T-1 over that memory -> logits (B, T, vocab),
-  // no target padding mask when tgt_lengths is empty (every position real).
+  // applied. decode: tgt (B, T) over that memory -> logits (B, T, vocab), no target padding mask
+  // when tgt_lengths is empty (every position real). Without a cache tgt is positions 0 .. T-1;
+  // with one it is the new positions P .. P+T-1 after the P the cache holds (tgt_lengths must
+  // then be empty), and the result equals those rows of the decode over all P+T positions.
+  // With a cache grad mode must be off (std::logic_error otherwise, as in attention.h).
   Variable encode(const Indices& src, const std::vector<int64_t>& src_lengths);
   Variable encode_embedded(const Variable& src_x, const std::vector<int64_t>& src_lengths);
   Variable decode(const Indices& tgt, const Variable& memory, const std::vector<int64_t>& src_lengths,
-                  const std::vector<int64_t>& tgt_lengths = {});
+                  const std::vector<int64_t>& tgt_lengths = {}, Seq2SeqCache* cache = nullptr);
   Variable decode_embedded(const Variable& tgt_x, const Variable& memory, const std::vector<int64_t>& src_lengths,
-                           const std::vector<int64_t>& tgt_lengths = {});
-  // (B, T) ids -> scaled, positioned, dropped-out decoder input for positions start ..
-  // start+T-1 (the cached decoder feeds one position at a time).
-  Variable embed_target(const Indices& tgt, int64_t start);
+                           const std::vector<int64_t>& tgt_lengths = {}, Seq2SeqCache* cache = nullptr);
+  // An empty cache for `batch` targets over a memory of S positions, in the model's dtype.
+  Seq2SeqCache make_cache(int64_t batch, int64_t S) const;
   // h (..., d_model) -> logits (..., tgt_vocab): the head, tied or not.
   Variable head(const Variable& h);
 

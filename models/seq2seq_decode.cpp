@@ -9,7 +9,6 @@
 
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/autograd/ops.h"
-#include "attograd/layers/cached_decoder.h"
 
 namespace ag {
 
@@ -106,18 +105,8 @@ Seq2SeqDecoder::Seq2SeqDecoder(Seq2Seq& model, const Tensor& memory, std::vector
   }
   model.check_lengths("Seq2SeqDecoder", "src_lengths", src_lengths_, memory.shape()[0], memory.shape()[1]);
   history_.assign(src_lengths_.size(), {});
-  if (!use_cache_) return;
-  TransformerDecoder& decoder = model.decoder();
-  const MultiHeadAttentionOptions& a = decoder.layer(0).self_attn().options();
-  KvCacheOptions c{.n_layers = static_cast<int64_t>(decoder.size()), .batch = memory.shape()[0], .n_head = a.n_head,
-                   .d_k = a.d_k, .d_v = a.d_v, .max_len = o.max_len, .dtype = memory.dtype()};
-  self_kv_.emplace(c);
-  c.max_len = memory.shape()[1];
-  memory_kv_.emplace(c);
-  const Variable mem(memory);
-  for (size_t i = 0; i < decoder.size(); ++i) {
-    append_memory(decoder.layer(i).multihead_attn(), mem, *memory_kv_, static_cast<int64_t>(i));
-  }
+  // The memory's keys and values enter their cache with the first step.
+  if (use_cache_) cache_.emplace(model.make_cache(memory.shape()[0], memory.shape()[1]));
 }
 
 Tensor Seq2SeqDecoder::step(const std::vector<int64_t>& tokens) {
@@ -133,17 +122,11 @@ Tensor Seq2SeqDecoder::step(const std::vector<int64_t>& tokens) {
   if (!use_cache_) {
     std::vector<int64_t> all;
     for (const auto& row : history_) all.insert(all.end(), row.begin(), row.end());
-    const Tensor logits = model_.decode(Indices(Shape{B, length_}, all), Variable(memory_), src_lengths_).value();
+    const Tensor logits = model_.decode(Indices(Shape{B, length_}, all), memory_, src_lengths_).value();
     return logits.select(1, length_ - 1);  // (B, V)
   }
-  const AttentionMask memory_mask = AttentionMask::key_padding(src_lengths_, memory_.shape()[1]);
-  TransformerDecoder& decoder = model_.decoder();
-  Variable h = model_.embed_target(Indices(Shape{B, 1}, tokens), length_ - 1);
-  for (size_t i = 0; i < decoder.size(); ++i) {
-    h = cached_decoder_layer_forward(decoder.layer(i), h, *self_kv_, *memory_kv_, static_cast<int64_t>(i), memory_mask);
-  }
-  if (decoder.has_norm()) h = decoder.norm()(h);
-  return model_.head(h).value().select(1, 0);  // (B, V)
+  // The new position only, through the same decode: the cache holds the ones before it.
+  return model_.decode(Indices(Shape{B, 1}, tokens), memory_, src_lengths_, {}, &*cache_).value().select(1, 0);
 }
 
 void Seq2SeqDecoder::reorder(const std::vector<int64_t>& rows) {
@@ -162,9 +145,11 @@ void Seq2SeqDecoder::reorder(const std::vector<int64_t>& rows) {
   }
   history_ = std::move(history);
   src_lengths_ = std::move(lengths);
-  memory_ = gather_rows(memory_, rows);
-  if (self_kv_) reorder_cache(*self_kv_, rows);
-  if (memory_kv_) reorder_cache(*memory_kv_, rows);
+  memory_ = Variable(gather_rows(memory_.value(), rows));
+  if (cache_) {
+    reorder_cache(cache_->self, rows);
+    reorder_cache(cache_->memory, rows);
+  }
 }
 
 std::vector<Hypothesis> greedy_decode(Seq2Seq& model, const Indices& src, const std::vector<int64_t>& src_lengths,

@@ -20,10 +20,10 @@
 // alpha = 0 ranks by log-probability alone, larger alphas favour longer outputs. With beam 1
 // this is greedy decoding, token for token (a test holds them equal).
 //
-// Seq2SeqDecoder is the step underneath: rows of target tokens in, next-token logits out, with
-// the KvCache of layers/kv_cache.h (use_cache) or by running the decoder over every token so
-// far (for tests: the two agree in f64 to 1e-10 at every step). reorder() gathers rows when
-// beam search keeps some hypotheses twice and drops others.
+// Seq2SeqDecoder is the step underneath: rows of target tokens in, next-token logits out,
+// through Seq2Seq::decode with a Seq2SeqCache (use_cache: only the new position runs) or over
+// every token so far (for tests: the two agree in f64 to 1e-10 at every step). reorder()
+// gathers rows when beam search keeps some hypotheses twice and drops others.
 //
 // Decoding builds no graph (NoGradGuard) and runs the model in eval mode, restoring its mode
 // afterwards. Bad options or input (a beam width of 0, bos or eos outside the vocabulary,
@@ -76,11 +76,12 @@ class Seq2SeqDecoder {
 
  private:
   Seq2Seq& model_;
-  Tensor memory_;
+  Variable memory_;  // (B, S, d_model), outside any graph
   std::vector<int64_t> src_lengths_;
   bool use_cache_;
-  std::optional<KvCache> self_kv_;    // grows by one position per step
-  std::optional<KvCache> memory_kv_;  // the cross-attention's keys and values, filled once
+  // use_cache: self grows by one position per step; memory, the cross-attention's keys and
+  // values, is filled by the first step.
+  std::optional<Seq2SeqCache> cache_;
   std::vector<std::vector<int64_t>> history_;  // every row's tokens so far (the uncached path)
   int64_t length_ = 0;
 };

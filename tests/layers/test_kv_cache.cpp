@@ -1,6 +1,6 @@
-// KvCache (layers/kv_cache.h) and the cached attention entry points (layers/cached_attention.h):
-// append/views/length/reset, refusals with shapes, and cached self-attention and blocks equal to
-// the causal full forward, chunk after chunk.
+// KvCache (layers/kv_cache.h): append/views/length/reset, the offset causal mask, refusals with
+// shapes; and the modules' own forwards given a cache (MultiHeadAttention, TransformerBlock),
+// chunk after chunk equal to the same forward over every position without one.
 #include <boost/test/unit_test.hpp>
 
 #include "layer_support.h"
@@ -78,64 +78,139 @@ BOOST_AUTO_TEST_CASE(wrong_shapes_dtypes_layers_and_overflow_are_refused) {
                        std::invalid_argument, "max_len=-3");
 }
 
-// Chunks of 3, 1 and 3 new positions through cached_self_attention give the rows of the causal
-// forward over all 7, with d_k != d_v and a batch of 2.
-BOOST_AUTO_TEST_CASE(cached_self_attention_equals_causal_attention) {
+BOOST_AUTO_TEST_CASE(the_causal_mask_offsets_new_queries_by_the_cached_positions) {
+  KvCache cache(small_cache(6));
+  BOOST_TEST(cache.causal_mask(0, 1).empty());  // one new query sees every key
+  const Tensor first = cache.causal_mask(0, 3).keep_tensor();
+  BOOST_TEST(max_abs_diff(first, AttentionMask::causal(3).keep_tensor()) == 0.0);
+  cache.append(0, randn({2, 3, 2, 4}, 1), randn({2, 3, 2, 2}, 2));
+  // Queries at positions 2, 3, 4 over keys 0 .. 4.
+  const Tensor after = cache.causal_mask(0, 3).keep_tensor();
+  BOOST_TEST(after.shape() == (Shape{1, 1, 3, 5}));
+  BOOST_TEST(max_abs_diff(after, AttentionMask::causal(5).keep_tensor().narrow(2, 2, 3)) == 0.0);
+  BOOST_TEST(cache.causal_mask(1, 2).keep_tensor().shape() == (Shape{1, 1, 2, 2}));  // layer 1 is empty
+  AG_CHECK_THROWS_WITH(cache.causal_mask(0, 5), std::invalid_argument, "KvCache::causal_mask", "holds 2",
+                       "max_len=6", "t_new=5");
+  AG_CHECK_THROWS_WITH(cache.causal_mask(0, 0), std::invalid_argument, "t_new=0");
+  AG_CHECK_THROWS_WITH(cache.causal_mask(3, 1), std::invalid_argument, "layer 3");
+  AG_CHECK_THROWS_WITH(cache.layer(2), std::invalid_argument, "KvCache::layer", "layer 2", "n_layers=2");
+  AG_CHECK_THROWS_WITH(cache.memory_layer(-1), std::invalid_argument, "KvCache::memory_layer", "layer -1");
+}
+
+// Chunks of 3, 1 and 3 new positions through MultiHeadAttention::forward with the cache give
+// the rows of the same forward over all 7 with a causal mask, with d_k != d_v and a batch of 2;
+// and so do the attention weights.
+BOOST_AUTO_TEST_CASE(self_attention_with_a_cache_equals_its_causal_forward) {
   manual_seed(5);
   MultiHeadAttention mha({.d_model = 6, .n_head = 2, .d_k = 4, .d_v = 5});
   mha.to(DType::f64);
   const Tensor x = randn({2, 7, 6}, 6);
-  const Tensor full = mha.forward(Variable(x), AttentionMask::causal(7)).output.value();
+  const AttentionOutput full = mha.forward(Variable(x), AttentionMask::causal(7), {}, true);
   NoGradGuard no_grad;
   KvCache cache({.n_layers = 1, .batch = 2, .n_head = 2, .d_k = 4, .d_v = 5, .max_len = 8, .dtype = DType::f64});
-  const Tensor cached = in_chunks(x, {3, 1, 3}, [&](const Variable& c) { return cached_self_attention(mha, c, cache, 0); });
-  BOOST_TEST(max_abs_diff(cached, full) < 1e-12);
+  std::vector<Tensor> weights;
+  const Tensor cached = in_chunks(x, {3, 1, 3}, [&](const Variable& c) {
+    const AttentionMask mask = cache.causal_mask(0, c.shape()[1]);
+    AttentionOutput r = mha.forward(c, mask, {}, true, cache.layer(0));
+    weights.push_back(r.weights);
+    return r.output;
+  });
+  BOOST_TEST(max_abs_diff(cached, full.output.value()) < 1e-12);
   BOOST_TEST(cache.length() == 7);
-  // Without the offset mask a chunk's first query would see its later keys: the check bites.
+  // The last chunk's queries (positions 4..6) weigh all 7 keys as the full forward's rows do.
+  BOOST_TEST(weights.back().shape() == (Shape{2, 2, 3, 7}));
+  BOOST_TEST(max_abs_diff(weights.back(), full.weights.narrow(2, 4, 3)) < 1e-12);
+  // The cache is what makes this right: the last chunk alone, without it, sees only itself.
+  const Tensor alone = mha.forward(Variable(x.narrow(1, 4, 3)), AttentionMask::causal(3)).output.value();
+  BOOST_TEST(max_abs_diff(alone, full.output.value().narrow(1, 4, 3)) > 1e-3);
+  // And the offset mask is what keeps a chunk's first query from its later keys.
   const Tensor unmasked = mha.forward(Variable(x), AttentionMask()).output.value();
-  BOOST_TEST(max_abs_diff(unmasked, full) > 1e-3);
+  BOOST_TEST(max_abs_diff(unmasked, full.output.value()) > 1e-3);
 }
 
-BOOST_AUTO_TEST_CASE(cached_blocks_equal_blocks_with_a_causal_mask) {
+BOOST_AUTO_TEST_CASE(blocks_with_a_cache_equal_their_causal_forward) {
   for (const bool norm_first : {true, false}) {
     BOOST_TEST_CONTEXT("norm_first " << norm_first) {
       manual_seed(7);
       TransformerBlock block({.d_model = 8, .n_head = 2, .d_ff = 12, .dropout = 0.2,
                               .activation = Activation::gelu, .norm_first = norm_first});
       block.to(DType::f64);
-      block.eval();  // dropout set but inactive: the cached path follows the mode too
+      block.eval();  // dropout set but inactive: the cached call follows the mode too
       const Tensor x = randn({1, 6, 8}, 8);
       const Tensor full = block.forward(Variable(x), AttentionMask::causal(6)).value();
       NoGradGuard no_grad;
       KvCache cache({.n_layers = 3, .batch = 1, .n_head = 2, .d_k = 4, .max_len = 6, .dtype = DType::f64});
-      const Tensor cached =
-          in_chunks(x, {1, 1, 2, 1, 1}, [&](const Variable& c) { return cached_block_forward(block, c, cache, 2); });
+      const Tensor cached = in_chunks(x, {1, 1, 2, 1, 1}, [&](const Variable& c) {
+        return block.forward(c, cache.causal_mask(2, c.shape()[1]), {}, cache.layer(2));
+      });
       BOOST_TEST(max_abs_diff(cached, full) < 1e-12);
       BOOST_TEST(cache.length(2) == 6);
       BOOST_TEST(cache.length(0) == 0);  // only the named layer advanced
+      // Without the cache the last position sees only itself.
+      const Tensor alone = block.forward(Variable(x.narrow(1, 5, 1))).value();
+      BOOST_TEST(max_abs_diff(alone, full.narrow(1, 5, 1)) > 1e-3);
     }
   }
 }
 
-BOOST_AUTO_TEST_CASE(cached_attention_refuses_grad_mode_and_caches_that_do_not_fit) {
+// Cross-attention through a memory layer: the first call projects the memory (B, S, k_dim) into
+// the cache, later calls read it and project only their queries. The later calls are given
+// another memory of the same shape: their output shows it was never read.
+BOOST_AUTO_TEST_CASE(cross_attention_projects_the_memory_once_into_a_memory_layer) {
+  manual_seed(11);
+  MultiHeadAttention cross({.d_model = 6, .n_head = 2, .d_k = 3, .d_v = 4, .k_dim = 5, .v_dim = 5});
+  cross.to(DType::f64);
+  const Tensor q = randn({2, 4, 6}, 12), memory = randn({2, 5, 5}, 13);
+  const AttentionMask padding = AttentionMask::key_padding({3, 5}, 5);
+  const Tensor full = cross.forward(Variable(q), Variable(memory), Variable(memory), padding).output.value();
+  NoGradGuard no_grad;
+  KvCache kv({.n_layers = 1, .batch = 2, .n_head = 2, .d_k = 3, .d_v = 4, .max_len = 5, .dtype = DType::f64});
+  const Variable other(randn({2, 5, 5}, 14));
+  bool first = true;
+  const Tensor cached = in_chunks(q, {2, 1, 1}, [&](const Variable& c) {
+    const Variable m = first ? Variable(memory) : other;
+    first = false;
+    return cross.forward(c, m, m, padding, {}, false, kv.memory_layer(0)).output;
+  });
+  BOOST_TEST(max_abs_diff(cached, full) < 1e-12);
+  BOOST_TEST(kv.length() == 5);  // stored once, never appended again
+  const Tensor with_other = cross.forward(Variable(q), other, other, padding).output.value();
+  BOOST_TEST(max_abs_diff(with_other, full) > 1e-3);
+  // A memory of another length than the stored one is refused.
+  AG_CHECK_THROWS_WITH(cross.forward(Variable(q), Variable(randn({2, 4, 5}, 15)), Variable(randn({2, 4, 5}, 15)), {},
+                                     {}, false, kv.memory_layer(0)),
+                       std::invalid_argument, "memory layer 0", "holds 5", "key=(2, 4, 5)");
+}
+
+BOOST_AUTO_TEST_CASE(attention_with_a_cache_refuses_grad_mode_and_caches_that_do_not_fit) {
   manual_seed(9);
   MultiHeadAttention mha({.d_model = 6, .n_head = 2});
   const Variable x(randn({1, 2, 6}, 10, DType::f32));
   KvCache cache({.n_layers = 1, .batch = 1, .n_head = 2, .d_k = 3, .max_len = 3});
-  AG_CHECK_THROWS_WITH(cached_self_attention(mha, x, cache, 0), std::logic_error, "NoGradGuard");
+  AG_CHECK_THROWS_WITH(mha.forward(x, cache.causal_mask(0, 2), {}, false, cache.layer(0)), std::logic_error,
+                       "MultiHeadAttention", "KvCache", "NoGradGuard");
+  BOOST_TEST(cache.length() == 0);
   NoGradGuard no_grad;
   KvCache heads({.n_layers = 1, .batch = 1, .n_head = 3, .d_k = 2, .max_len = 3});
-  AG_CHECK_THROWS_WITH(cached_self_attention(mha, x, heads, 0), std::invalid_argument, "H=3", "H=2", "(1, 2, 6)");
+  AG_CHECK_THROWS_WITH(mha.forward(x, {}, {}, false, heads.layer(0)), std::invalid_argument, "MultiHeadAttention",
+                       "H=3", "H=2", "(1, 2, 6)");
   KvCache batch({.n_layers = 1, .batch = 2, .n_head = 2, .d_k = 3, .max_len = 3});
-  AG_CHECK_THROWS_WITH(cached_self_attention(mha, x, batch, 0), std::invalid_argument, "B=2", "(1, 2, 6)");
-  AG_CHECK_THROWS_WITH(cached_self_attention(mha, Variable(randn({1, 2, 5}, 1, DType::f32)), cache, 0),
-                       std::invalid_argument, "(1, 2, 5)", "d_model=6");
-  AG_CHECK_THROWS_WITH(cached_self_attention(mha, x, cache, 1), std::invalid_argument, "layer 1");
-  cached_self_attention(mha, x, cache, 0);
-  AG_CHECK_THROWS_WITH(cached_self_attention(mha, x, cache, 0), std::invalid_argument, "holds 2", "max_len=3");
-  BOOST_TEST(cache.length() == 2);
+  AG_CHECK_THROWS_WITH(mha.forward(x, {}, {}, false, batch.layer(0)), std::invalid_argument, "B=2", "(1, 2, 6)");
+  KvCache f64({.n_layers = 1, .batch = 1, .n_head = 2, .d_k = 3, .max_len = 3, .dtype = DType::f64});
+  AG_CHECK_THROWS_WITH(mha.forward(x, {}, {}, false, f64.layer(0)), std::invalid_argument, "f64", "f32");
+  AG_CHECK_THROWS_WITH(mha.forward(Variable(randn({1, 2, 5}, 1, DType::f32)), {}, {}, false, cache.layer(0)),
+                       std::invalid_argument, "(1, 2, 5)", "6");
+  // A mask for the new positions alone does not cover the cached keys.
+  mha.forward(Variable(x.value().narrow(1, 0, 1)), {}, {}, false, cache.layer(0));
+  AG_CHECK_THROWS_WITH(mha.forward(x, AttentionMask::causal(2), {}, false, cache.layer(0)), std::invalid_argument,
+                       "MultiHeadAttention", "causal(2)", "(1, 2, 2, 3)");
+  BOOST_TEST(cache.length() == 1);  // the refused call appended nothing
+  mha.forward(x, cache.causal_mask(0, 2), {}, false, cache.layer(0));
+  AG_CHECK_THROWS_WITH(mha.forward(x, {}, {}, false, cache.layer(0)), std::invalid_argument, "layer 0",
+                       "holds 3", "2 more", "max_len=3");
+  BOOST_TEST(cache.length() == 3);
   MultiHeadAttention cross({.d_model = 6, .n_head = 2, .k_dim = 4, .v_dim = 4});
-  AG_CHECK_THROWS_WITH(cached_self_attention(cross, x, cache, 0), std::invalid_argument, "k_dim=4");
+  AG_CHECK_THROWS_WITH(cross.forward(x, {}, {}, false, cache.layer(0)), std::invalid_argument, "key (B, Tk, 4)");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,7 @@
 // Seq2Seq decoding (models/seq2seq_decode.h): the cached decoder against the decoder run over
-// every token so far (f64, every step, also after beams are reordered), the layer-level cached
-// decoder against TransformerDecoderLayer, beam width 1 against greedy, beam search's scores
-// against the model's own log-probabilities, and bad options.
+// every token so far (f64, every step, also after beams are reordered), TransformerDecoderLayer
+// and Seq2Seq::decode with caches against the same forwards without, beam width 1 against
+// greedy, beam search's scores against the model's own log-probabilities, and bad options.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -47,9 +47,9 @@ Indices row_of(const Indices& src, int64_t b) {
 
 BOOST_AUTO_TEST_SUITE(seq2seq_decode)
 
-// One decoder layer, four positions fed two then one then one: every new row equals the
-// layer's full forward over all positions so far.
-BOOST_AUTO_TEST_CASE(the_cached_decoder_layer_equals_its_full_forward) {
+// One decoder layer, four positions fed two then one then one through its forward with both
+// caches: every new row equals the layer's forward over all positions so far without them.
+BOOST_AUTO_TEST_CASE(the_decoder_layer_with_caches_equals_its_full_forward) {
   for (const bool norm_first : {false, true}) {
     manual_seed(100);
     TransformerDecoderLayer layer({.block = {.d_model = 8, .n_head = 2, .d_ff = 12, .dropout = 0.2,
@@ -64,19 +64,75 @@ BOOST_AUTO_TEST_CASE(the_cached_decoder_layer_equals_its_full_forward) {
     KvCache self_kv(c);
     KvCache memory_kv(KvCacheOptions{.n_layers = 1, .batch = 2, .n_head = 2, .d_k = 3, .d_v = 5, .max_len = 5,
                                      .dtype = DType::f64});
-    append_memory(layer.multihead_attn(), Variable(memory), memory_kv, 0);
     int64_t done = 0;
     for (const int64_t n : {2, 1, 1}) {
       const Tensor full = layer(Variable(x.narrow(1, 0, done + n)), Variable(memory), AttentionMask::causal(done + n),
                                 memory_mask)
                               .value();
-      const Tensor step =
-          cached_decoder_layer_forward(layer, Variable(x.narrow(1, done, n)), self_kv, memory_kv, 0, memory_mask).value();
+      const Tensor step = layer(Variable(x.narrow(1, done, n)), Variable(memory), self_kv.causal_mask(0, n),
+                                memory_mask, self_kv.layer(0), memory_kv.memory_layer(0))
+                              .value();
       BOOST_TEST(max_abs_diff(step, full.narrow(1, done, n)) < 1e-10);
+      if (done > 0) {  // the cache is what makes this right: the new rows alone see only themselves
+        const Tensor alone =
+            layer(Variable(x.narrow(1, done, n)), Variable(memory), AttentionMask::causal(n), memory_mask).value();
+        BOOST_TEST(max_abs_diff(alone, full.narrow(1, done, n)) > 1e-3);
+      }
       done += n;
     }
     BOOST_TEST(self_kv.length() == 4);
-    BOOST_TEST(memory_kv.length() == 5);  // appended once, never again
+    BOOST_TEST(memory_kv.length() == 5);  // stored by the first call, never again
+    // Each cache in its own role.
+    AG_CHECK_THROWS_WITH(layer(Variable(x.narrow(1, 0, 1)), Variable(memory), {}, memory_mask,
+                               memory_kv.memory_layer(0), memory_kv.memory_layer(0)),
+                         std::invalid_argument, "TransformerDecoderLayer", "self_cache", "cache.layer(i)");
+    AG_CHECK_THROWS_WITH(layer(Variable(x.narrow(1, 0, 1)), Variable(memory), {}, memory_mask, {}, self_kv.layer(0)),
+                         std::invalid_argument, "memory_cache", "cache.memory_layer(i)");
+    // A target mask that does not cover the cached positions names the layer and the mask.
+    self_kv.reset();
+    layer(Variable(x.narrow(1, 0, 1)), Variable(memory), {}, memory_mask, self_kv.layer(0));
+    AG_CHECK_THROWS_WITH(layer(Variable(x.narrow(1, 1, 2)), Variable(memory), AttentionMask::causal(2), memory_mask,
+                               self_kv.layer(0)),
+                         std::invalid_argument, "tgt_mask (self-attention)", "(2, 2, 2, 3)");
+  }
+}
+
+// Seq2Seq::decode with a cache, target chunks of 1, 2 and 2 positions: the logits equal the
+// rows of decode over every position so far, through the same decoder forward.
+BOOST_AUTO_TEST_CASE(decode_with_a_cache_equals_decode_over_every_position) {
+  for (const bool norm_first : {false, true}) {
+    BOOST_TEST_CONTEXT("norm_first=" << norm_first) {
+      manual_seed(107);
+      Seq2Seq model(decode_model(norm_first));
+      model.to(DType::f64);
+      model.eval();
+      NoGradGuard no_grad;
+      const Variable memory = model.encode(kSrc, kSrcLengths);
+      const Indices tgt(Shape{3, 5}, {1, 3, 4, 5, 6, 1, 6, 0, 2, 2, 1, 5, 5, 3, 4});
+      Seq2SeqCache cache = model.make_cache(3, 6);
+      int64_t done = 0;
+      for (const int64_t n : {1, 2, 2}) {
+        std::vector<int64_t> upto, chunk;
+        for (int64_t b = 0; b < 3; ++b) {
+          for (int64_t t = 0; t < done + n; ++t) {
+            upto.push_back(tgt[b * 5 + t]);
+            if (t >= done) chunk.push_back(tgt[b * 5 + t]);
+          }
+        }
+        const Tensor full = model.decode(Indices(Shape{3, done + n}, upto), memory, kSrcLengths).value();
+        const Tensor step = model.decode(Indices(Shape{3, n}, chunk), memory, kSrcLengths, {}, &cache).value();
+        BOOST_TEST(step.shape() == (Shape{3, n, 7}));
+        BOOST_TEST(max_abs_diff(step, full.narrow(1, done, n)) < 1e-10, "after " << done);
+        done += n;
+      }
+      BOOST_TEST(cache.self.length() == 5);
+      BOOST_TEST(cache.memory.length() == 6);
+      AG_CHECK_THROWS_WITH(model.decode(Indices(Shape{3, 1}, {1, 1, 1}), memory, kSrcLengths, {1, 1, 1}, &cache),
+                           std::invalid_argument, "Seq2Seq::decode", "tgt_lengths", "empty");
+      Seq2SeqCache narrow = model.make_cache(2, 6);
+      AG_CHECK_THROWS_WITH(model.decode(Indices(Shape{3, 1}, {1, 1, 1}), memory, kSrcLengths, {}, &narrow),
+                           std::invalid_argument, "MultiHeadAttention", "B=2");
+    }
   }
 }
 
