@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "attograd/core/kernels.h"
+#include "attograd/core/prefix_gemm.h"
 
 namespace ag {
 
@@ -168,10 +169,7 @@ void AttentionMask::reach_of(int64_t b, int64_t h, int64_t Tq, int64_t Tk, std::
   for (int64_t q = 0; q < Tq; ++q) {
     int64_t r = std::min(Tk, length);
     if (causal_) r = std::min(r, q + offset_ + 1);
-    if (pattern) {
-      const float* row = pattern + q * row_stride;
-      while (r > 0 && row[(r - 1) * step] == 0.0f) --r;
-    }
+    if (pattern) r = last_nonzero_end(pattern + q * row_stride, r, step);
     reach[static_cast<size_t>(q)] = r;
   }
 }

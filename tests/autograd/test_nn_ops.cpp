@@ -446,6 +446,29 @@ BOOST_AUTO_TEST_CASE(attention_dropout_changes_output_not_weights) {
   BOOST_TEST((gen.state().call == 1));  // the explicit generator, not the default one, was used
 }
 
+// What a KV cache needs: the last 3 of 7 queries against all 7 keys under causal(3, offset=4)
+// are the last 3 rows of causal(7) attention, in value and in the gradients of q, k and v.
+BOOST_AUTO_TEST_CASE(attention_causal_with_offset_is_the_tail_of_causal) {
+  const int64_t T = 7, past = 4, t_new = T - past;
+  const Variable q = testing::randn_leaf({2, 2, T, 4}, 31), k = testing::randn_leaf({2, 2, T, 4}, 32);
+  const Variable v = testing::randn_leaf({2, 2, T, 3}, 33);
+  const Tensor up = wave({2, 2, t_new, 3}, 0.29, 0.4);
+  const Variable full = scaled_dot_product_attention(q, k, v, AttentionMask::causal(T)).output;
+  narrow(full, 2, past, t_new).backward(up);
+  const Tensor dq = q.grad().narrow(2, past, t_new).contiguous(), dk = k.grad().clone(), dv = v.grad().clone();
+  for (Variable l : {q, k, v}) l.zero_grad();
+  const Variable tail_q(q.value().narrow(2, past, t_new).contiguous(), true);
+  const Variable tail = scaled_dot_product_attention(tail_q, k, v, AttentionMask::causal(t_new, past)).output;
+  tail.backward(up);
+  BOOST_TEST(max_abs_diff(tail.value(), full.value().narrow(2, past, t_new)) < 1e-12);
+  BOOST_TEST(max_abs_diff(tail_q.grad(), dq) < 1e-12);
+  BOOST_TEST(max_abs_diff(k.grad(), dk) < 1e-12);
+  BOOST_TEST(max_abs_diff(v.grad(), dv) < 1e-12);
+  AG_CHECK_THROWS_WITH(scaled_dot_product_attention(tail_q, k, v, AttentionMask::causal(t_new, past - 1)),
+                       std::invalid_argument, "scaled_dot_product_attention", "causal(3, offset=3)", "(1, 1, 3, 6)",
+                       "(2, 2, 3, 7)");
+}
+
 BOOST_AUTO_TEST_CASE(attention_fully_masked_row_is_zero_with_zero_finite_gradients) {
   const Variable q = testing::randn_leaf({2, 2, 3, 4}, 21), k = testing::randn_leaf({2, 2, 5, 4}, 22);
   const Variable v = testing::randn_leaf({2, 2, 5, 3}, 23);
