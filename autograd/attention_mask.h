@@ -66,6 +66,7 @@ class AttentionMask {
   void check(const char* op, int64_t B, int64_t H, int64_t Tq, int64_t Tk) const;
 
   // ---- the structure, as the kernel reads it ----
+  // A causal part that hides keys (causal(1, offset) hides none and leaves only its shape).
   bool is_causal() const { return causal_; }
   int64_t causal_offset() const { return offset_; }
   const std::vector<int64_t>& key_lengths() const { return lengths_; }  // empty, or (B | 1)
