@@ -10,6 +10,7 @@
 #include "attograd/core/threads.h"
 
 // autograd: Variables, the engine, the differentiable ops and their composed twins, checks
+#include "attograd/autograd/attention_mask.h"
 #include "attograd/autograd/composed.h"
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/autograd/gradcheck.h"

@@ -70,8 +70,9 @@ Variable cross_entropy(const Variable& logits, const Indices& targets, const Cro
 }
 
 // matmul + masked_fill + softmax (+ dropout) + matmul, from the primitives.
-Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& keep,
-                                   const Variable& bias, const AttentionOptions& o) {
+Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
+                                      const AttentionMask& mask, const Variable& bias, const AttentionOptions& o) {
+  const Tensor keep = mask.empty() ? Tensor() : mask.keep_tensor().to(q.dtype());
   const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(q.shape()[3]));
   Variable scores = matmul(q, transpose(k, -2, -1)) * scale;
   if (bias.defined()) scores = scores + bias;

@@ -27,9 +27,11 @@ Variable layer_norm(const Variable& x, const Variable& weight, const Variable& b
 // log_softmax, then each row's target log-probability picked with a one-hot mask, label
 // smoothing mixed in, ignored rows zeroed, and the reduction.
 Variable cross_entropy(const Variable& logits, const Indices& targets, const CrossEntropyOptions& options);
-// q k^T * scale (+ bias), masked_fill where keep == 0, softmax (the fused op, so that a fully
-// masked row gives zeros as in the fused attention), dropout, then the product with v.
-Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v, const Tensor& keep,
-                                      const Variable& bias, const AttentionOptions& options);
+// q k^T * scale (+ bias), masked_fill where the mask's dense 0/1 equivalent (keep_tensor()) is
+// 0, softmax (the fused op, so that a fully masked row gives zeros as in the fused attention),
+// dropout, then the product with v.
+Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
+                                      const AttentionMask& mask, const Variable& bias,
+                                      const AttentionOptions& options);
 
 }  // namespace ag::composed

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "attograd/autograd/attention_mask.h"
 #include "attograd/autograd/variable.h"
 #include "attograd/core/indices.h"
 #include "attograd/core/rng.h"
@@ -61,11 +62,12 @@ Variable cross_entropy(const Variable& logits, const Indices& targets, const Cro
 
 // ---- scaled dot-product attention (ops/attention.cpp) ----
 // q: (B, H, Tq, Dk), k: (B, H, Tk, Dk), v: (B, H, Tk, Dv) -> (B, H, Tq, Dv)
-//   weights = softmax(scale * q k^T + bias, where keep) ; output = dropout(weights) v
-// keep: optional 0/1 tensor broadcastable to (B, H, Tq, Tk); 0 means "this key is not seen".
+//   weights = softmax(scale * q k^T + bias, over the keys the mask shows) ; output = dropout(weights) v
+// mask: an AttentionMask (autograd/attention_mask.h) whose shape broadcasts to (B, H, Tq, Tk);
+// the kernel reads its structure (causal offset, key lengths, a keep pattern) directly.
 // bias: optional additive variable broadcastable to (B, H, Tq, Tk) (it receives a gradient).
 // A query row whose keys are all masked gets all-zero weights, a zero output and zero, finite
-// gradients (PyTorch gives NaN there).
+// gradients (PyTorch gives NaN there). Everything is checked once, here.
 struct AttentionOptions {
   double scale = 0.0;  // 0 means 1 / sqrt(Dk)
   double dropout = 0.0;
@@ -75,11 +77,11 @@ struct AttentionOptions {
 // Dropout on the weights is drawn from one stream of the generator per call, keyed on the
 // row-major index in (B, H, Tq, Tk), so it equals dropout() applied to `weights` from the same
 // generator state. q, k, v may be strided views (e.g. a (B, T, H, D) tensor permuted to
-// (B, H, T, D)): BLAS reads them in place. keep may have any dtype (nonzero = keep).
+// (B, H, T, D)): BLAS reads them in place.
 struct AttentionResult {
   Variable output;
   // (B, H, Tq, Tk) after masking and softmax, before dropout; not differentiable. The backward
-  // does not read it (it recomputes the weights from q, k and per-row statistics), so the caller
+  // does not read it (it recomputes the weights from q, k, the mask and per-row statistics), so the caller
   // may keep, change or drop it.
   Tensor weights;
 };
@@ -89,7 +91,7 @@ struct AttentionResult {
 void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v, const std::string& op);
 
 AttentionResult scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
-                                             const Tensor& keep = Tensor(), const Variable& bias = Variable(),
+                                             const AttentionMask& mask = {}, const Variable& bias = Variable(),
                                              const AttentionOptions& options = {});
 
 }  // namespace ag

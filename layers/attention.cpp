@@ -91,16 +91,12 @@ std::string ScaledDotProductAttention::name() const {
 AttentionOutput ScaledDotProductAttention::forward(const Variable& q, const Variable& k, const Variable& v,
                                                    const AttentionMask& mask, const AttentionBias& bias) {
   check_attention_operands(q.value(), k.value(), v.value(), "ScaledDotProductAttention");
-  const int64_t B = q.shape()[0], H = q.shape()[1], Tq = q.shape()[2], Tk = k.shape()[2];
-  mask.check("ScaledDotProductAttention", B, H, Tq, Tk);
-  bias.check("ScaledDotProductAttention", B, H, Tq, Tk);
-
+  // The mask and bias go to the op as they are: it checks them once, naming every shape.
   AttentionOptions op;
   op.scale = scale_for(q.shape()[3]);
   op.dropout = options_.dropout;
   op.training = is_training();
-  const Tensor keep = mask.empty() ? Tensor() : mask.keep_tensor().to(q.dtype());
-  AttentionResult r = scaled_dot_product_attention(q, k, v, keep, bias_as(bias, q.dtype(), name()), op);
+  AttentionResult r = scaled_dot_product_attention(q, k, v, mask, bias_as(bias, q.dtype(), name()), op);
   return {std::move(r.output), std::move(r.weights)};
 }
 

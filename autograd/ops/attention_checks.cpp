@@ -1,5 +1,7 @@
-// The operand and argument checks of scaled_dot_product_attention, apart from its maths
-// (attention.cpp): check_attention_operands is shared with the ScaledDotProductAttention layer.
+// The checks of scaled_dot_product_attention, apart from its maths (attention.cpp): the op
+// checks everything it is given once, here, and its kernels trust that.
+// check_attention_operands is shared with the attention layers.
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -32,7 +34,6 @@ void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v,
   }
 }
 
-
 }  // namespace ag
 
 namespace ag::kernels {
@@ -43,34 +44,39 @@ constexpr const char* kOp = "scaled_dot_product_attention";
 std::string shape_or_undefined(const Tensor& t) { return t.defined() ? t.shape().str() : std::string("undefined"); }
 }  // namespace
 
-void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
-                               const Tensor& bias) {
+double check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+                                 const Tensor& bias, const AttentionOptions& options) {
   check_attention_operands(q, k, v, kOp);
-  const std::string shapes = "q=" + q.shape().str() + " k=" + k.shape().str() + " v=" + v.shape().str();
-  const Shape scores{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
-  if (keep.defined() && !broadcastable_to(keep.shape(), scores)) {
-    throw std::invalid_argument(std::string(kOp) + ": keep mask " + keep.shape().str() +
-                                " does not broadcast to the scores (B, H, Tq, Tk) = " + scores.str() + " (" + shapes +
-                                ")");
+  const std::string shapes = " (q=" + q.shape().str() + " k=" + k.shape().str() + " v=" + v.shape().str() + ")";
+  const int64_t B = q.shape()[0], H = q.shape()[1], Tq = q.shape()[2], Tk = k.shape()[2], Dk = q.shape()[3];
+  const Shape scores{B, H, Tq, Tk};
+  if (!mask.empty() && !broadcastable_to(mask.shape(), scores)) {
+    throw std::invalid_argument(std::string(kOp) + ": mask " + mask.description() + " of shape " +
+                                mask.shape().str() + " does not broadcast to the scores (B, H, Tq, Tk) = " +
+                                scores.str() + shapes);
   }
   if (bias.defined()) {
     if (!broadcastable_to(bias.shape(), scores)) {
       throw std::invalid_argument(std::string(kOp) + ": bias " + bias.shape().str() +
-                                  " does not broadcast to the scores (B, H, Tq, Tk) = " + scores.str() + " (" +
-                                  shapes + ")");
+                                  " does not broadcast to the scores (B, H, Tq, Tk) = " + scores.str() + shapes);
     }
     if (bias.dtype() != q.dtype()) {
       throw std::invalid_argument(std::string(kOp) + ": bias " + bias.shape().str() + " has dtype " +
                                   dtype_name(bias.dtype()) + " but q has " + dtype_name(q.dtype()));
     }
   }
+  check_dropout_probability(options.dropout, kOp);
+  if (!(options.scale >= 0.0) || !std::isfinite(options.scale) || (options.scale == 0.0 && Dk == 0)) {
+    throw std::invalid_argument(std::string(kOp) + ": scale must be finite and >= 0 (0 means 1 / sqrt(Dk)), got " +
+                                std::to_string(options.scale) + " with q=" + q.shape().str());
+  }
+  return options.scale > 0.0 ? options.scale : 1.0 / std::sqrt(static_cast<double>(Dk));
 }
 
-void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
-                              const Tensor& bias, const Tensor& row_max, const Tensor& row_sum,
-                              bool want_scores_path) {
+void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& row_max, const Tensor& row_sum, bool want_scores_path) {
   const bool operands_ok = q.defined() && k.defined() && (v.defined() || !want_scores_path);
-  if (operands_ok) check_attention_arguments(q, k, v.defined() ? v : k, keep, bias);
+  if (operands_ok) check_attention_operands(q, k, v.defined() ? v : k, std::string(kOp) + "_backward");
   const Shape stats = operands_ok ? Shape{q.shape()[0], q.shape()[1], q.shape()[2]} : Shape();
   const bool ok = operands_ok && g.defined() && g.dim() == 4 && g.shape()[0] == stats[0] &&
                   g.shape()[1] == stats[1] && g.shape()[2] == stats[2] && g.dtype() == q.dtype() &&

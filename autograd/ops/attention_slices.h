@@ -1,172 +1,118 @@
-// The memory plumbing of attention's per-(batch, head) loops (autograd/ops/attention.cpp),
-// kept apart so that file reads as the math: how each operand's slices are handed to BLAS or
-// to the direct loops, the broadcast mask and bias rows, the dropout of a slice, scratch, and
-// the interleaved layout of the results. Internal, not installed.
+// How attention (autograd/ops/attention.cpp) takes its (B, H, ...) tensors apart into the
+// (batch, head) slices that core/prefix_gemm.h multiplies, kept apart so that file reads as
+// the maths: q/k/v as BLAS-readable matrices, the bias rows, the mask's reach and pattern rows,
+// the dropout of a slice, scratch, and the interleaved layout of the results. Internal, not
+// installed.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
+#include "attograd/autograd/attention_mask.h"
 #include "attograd/autograd/ops/kernels.h"
-#include "attograd/core/gemm.h"
-#include "attograd/core/vec_math.h"
+#include "attograd/core/prefix_gemm.h"
 
 namespace ag::kernels::attention_slices {
 
-// How BLAS reads the (rows, cols) matrices of one operand's (b, h) slices.
+// A (B, H, rows, cols) operand whose (b, h) matrices BLAS reads in place: q, k and v produced
+// by permuting a (B, T, H, D) tensor are used as they lie; one BLAS cannot read is copied once.
 struct Operand {
-  Tensor t;  // the caller's tensor, or a contiguous copy when its matrices are not BLAS-readable
+  Tensor t;
   Transpose trans = Transpose::no;
   int64_t ld = 1;
   int64_t stride_b = 0, stride_h = 0;
 
+  Operand() = default;
+  explicit Operand(const Tensor& x) : t(x) {
+    const auto fits = [this] {
+      return blas_layout(t.shape()[2], t.shape()[3], t.strides()[2], t.strides()[3], trans, ld);
+    };
+    if (!fits()) {
+      t = x.clone();
+      fits();
+    }
+    stride_b = t.strides()[0];
+    stride_h = t.strides()[1];
+  }
   template <typename T>
-  const T* slice(int64_t b, int64_t h) const {
-    return t.data<T>() + b * stride_b + h * stride_h;
+  MatrixRef<T> at(int64_t b, int64_t h) const {
+    return {t.data<T>() + b * stride_b + h * stride_h, trans, ld};
   }
 };
 
-inline Operand make_operand(const Tensor& x) {
-  Operand o;
-  o.t = x;
-  const auto fits = [&o] {
-    const Tensor& t = o.t;
-    return blas_layout(t.shape()[2], t.shape()[3], t.strides()[2], t.strides()[3], o.trans, o.ld);
-  };
-  if (!fits()) {
-    o.t = x.clone();
-    fits();
-  }
-  o.stride_b = o.t.strides()[0];
-  o.stride_h = o.t.strides()[1];
-  return o;
-}
-
-// Row r of an operand's (b, h) slice matrix, as BLAS and the direct loops read it.
+// The additive bias: undefined, or a tensor broadcast to (B, H, Tq, Tk), read through its
+// strides (0 where broadcast).
 template <typename T>
-const T* row_at(const Operand& o, int64_t b, int64_t h, int64_t r) {
-  return o.slice<T>(b, h) + (o.trans == Transpose::no ? r * o.ld : r);
-}
-
-// An optional (B, H, Tq, Tk)-broadcast tensor read through its strides (0 where broadcast).
-template <typename T>
-struct ScoreOperand {
+struct BiasRows {
   const T* data = nullptr;
   std::vector<int64_t> strides;
 
-  ScoreOperand(const Tensor& t, const Shape& scores) {
-    if (!t.defined()) return;
-    data = t.data<T>();
-    strides = t.expand(scores).strides();
+  BiasRows(const Tensor& bias, const Shape& scores) {
+    if (!bias.defined()) return;
+    data = bias.data<T>();
+    strides = bias.expand(scores).strides();
   }
-  const T* row(int64_t b, int64_t h, int64_t i) const {
-    return data + b * strides[0] + h * strides[1] + i * strides[2];
+  // s[j] += bias[b, h, i, j] for j < n.
+  void add(int64_t b, int64_t h, int64_t i, T* s, int64_t n) const {
+    if (!data) return;
+    const T* a = data + b * strides[0] + h * strides[1] + i * strides[2];
+    for (int64_t j = 0; j < n; ++j) s[j] += a[j * strides[3]];
   }
-  int64_t step() const { return strides[3]; }
 };
 
-// ---- the keys a mask hides ----
-// Query rows go in blocks of kBlock, and a block's products stop at its extent: one past the
-// last key any of its rows may weight. Every weight past it is exactly zero, so those columns
-// of the scores are neither computed nor multiplied (under a causal mask, about half of each
-// product). The products that run along the queries instead (dV = P^T dO, dK = dS^T Q) group
-// keys the same way: a key block starts at the first query row that reaches it.
-constexpr int64_t kBlock = 32;
+// The mask as the kernel reads it, slice by slice: each row's reach (the keys from it on are
+// hidden) comes from the mask's structure, and only a keep pattern is read key by key. The
+// blocks are worked out once when every slice has the same rows (no mask, causal, a shared
+// pattern), else once per slice into the caller's SliceRows.
+struct SliceRows {
+  std::vector<int64_t> reach;
+  std::optional<PrefixBlocks> blocks;
+};
 
-struct Blocks {
-  int64_t Tq, Tk;
-  std::vector<int64_t> extent;     // per block of query rows: keys [0, extent) may be weighted
-  std::vector<int64_t> first_row;  // per block of keys: the rows before it weight none of them
-
-  // reach[i]: one past the last key query row i may weight (0: none), for Tq rows and Tk keys.
-  Blocks(const std::vector<int64_t>& reach, int64_t keys)
-      : Tq(static_cast<int64_t>(reach.size())),
-        Tk(keys),
-        extent(static_cast<size_t>((static_cast<int64_t>(reach.size()) + kBlock - 1) / kBlock), 0),
-        first_row(static_cast<size_t>((Tk + kBlock - 1) / kBlock), Tq) {
-    for (size_t i = 0; i < reach.size(); ++i) {
-      int64_t& e = extent[i / kBlock];
-      e = std::max(e, reach[i]);
-      // Key blocks are visited from the last reached one down, stopping at one already reached
-      // by an earlier row (it and the blocks before it have their first row).
-      for (int64_t c = (reach[i] + kBlock - 1) / kBlock - 1; c >= 0; --c) {
-        int64_t& first = first_row[static_cast<size_t>(c)];
-        if (first < static_cast<int64_t>(i)) break;
-        first = static_cast<int64_t>(i);
+class MaskRows {
+ public:
+  MaskRows(const AttentionMask& mask, int64_t Tq, int64_t Tk) : mask_(mask), Tq_(Tq), Tk_(Tk) {
+    if (mask.same_for_every_slice()) {
+      mask.reach_of(0, 0, Tq, Tk, shared_.reach);
+      shared_.blocks.emplace(shared_.reach, Tk);
+    }
+    const Tensor& p = mask.keep_pattern();
+    if (p.defined()) {
+      pattern_ = p.data<float>();
+      const Shape& s = p.shape();
+      strides_ = {s[0] == 1 ? 0 : s[1] * s[2] * s[3], s[1] == 1 ? 0 : s[2] * s[3], s[2] == 1 ? 0 : s[3],
+                  s[3] == 1 ? 0 : int64_t{1}};
+    }
+  }
+  // The rows of slice (b, h): the shared ones, or worked out into `own`.
+  const SliceRows& of(int64_t b, int64_t h, SliceRows& own) const {
+    if (shared_.blocks) return shared_;
+    mask_.reach_of(b, h, Tq_, Tk_, own.reach);
+    own.blocks.emplace(own.reach, Tk_);
+    return own;
+  }
+  // Row i of slice (b, h), its first n scores computed: every key the mask hides goes to -inf.
+  template <typename T>
+  void hide(int64_t b, int64_t h, int64_t i, const SliceRows& rows, T* s, int64_t n) const {
+    const int64_t reach = rows.reach[static_cast<size_t>(i)];
+    if (pattern_) {
+      const float* m = pattern_ + b * strides_[0] + h * strides_[1] + i * strides_[2];
+      for (int64_t j = 0; j < reach; ++j) {
+        if (m[j * strides_[3]] == 0.0f) s[j] = -std::numeric_limits<T>::infinity();
       }
     }
-  }
-  int64_t query_blocks() const { return static_cast<int64_t>(extent.size()); }
-  int64_t key_blocks() const { return static_cast<int64_t>(first_row.size()); }
-
-  // Query block r: rows [first, first + count), weighting keys [0, reach).
-  struct Query {
-    int64_t first, count, reach;
-  };
-  Query query(int64_t r) const {
-    return {r * kBlock, std::min(kBlock, Tq - r * kBlock), extent[static_cast<size_t>(r)]};
-  }
-  // Key block c: keys [first, first + count), weighted by rows [from, Tq) only.
-  struct Key {
-    int64_t first, count, from;
-  };
-  Key key(int64_t c) const {
-    return {c * kBlock, std::min(kBlock, Tk - c * kBlock), first_row[static_cast<size_t>(c)]};
-  }
-};
-
-// One past the last nonzero of x[0], x[step], ... x[(n - 1) step]: scanned from the end, eight
-// at a time over unit-strided zeros (a causal row is mostly zeros there).
-template <typename T>
-int64_t reach_of_row(const T* x, int64_t n, int64_t step) {
-  int64_t j = n;
-  if (step == 1) {
-    while (j >= 8) {
-      bool any = false;
-      for (int64_t e = j - 8; e < j; ++e) any |= x[e] != T(0);
-      if (any) break;
-      j -= 8;
-    }
-  }
-  while (j > 0 && x[(j - 1) * step] == T(0)) --j;
-  return j;
-}
-
-// The blocks of a slice's weights P (Tq, Tk): each row reaches one past its last nonzero.
-template <typename T>
-Blocks weight_blocks(const T* P, int64_t Tq, int64_t Tk) {
-  std::vector<int64_t> reach(static_cast<size_t>(Tq));
-  for (int64_t i = 0; i < Tq; ++i) reach[static_cast<size_t>(i)] = reach_of_row(P + i * Tk, Tk, int64_t{1});
-  return Blocks(reach, Tk);
-}
-
-// The blocks of each slice from the keep mask: a row reaches one past its last kept key (every
-// key without a mask). Worked out once when every (b, h) shares the mask (none, or a causal
-// (Tq, Tk) one), else for each slice.
-template <typename T>
-class MaskBlocks {
- public:
-  MaskBlocks(const ScoreOperand<T>& mask, int64_t Tq, int64_t Tk) : mask_(mask), Tq_(Tq), Tk_(Tk) {
-    if (!mask.data || (mask.strides[0] == 0 && mask.strides[1] == 0)) shared_.emplace_back(reach(0, 0), Tk);
-  }
-  // The blocks of slice (b, h): the shared ones, or worked out into `own`.
-  const Blocks& of(int64_t b, int64_t h, std::optional<Blocks>& own) const {
-    if (!shared_.empty()) return shared_.front();
-    return own.emplace(reach(b, h), Tk_);
+    std::fill(s + std::min(reach, n), s + n, -std::numeric_limits<T>::infinity());
   }
 
  private:
-  std::vector<int64_t> reach(int64_t b, int64_t h) const {
-    std::vector<int64_t> r(static_cast<size_t>(Tq_), Tk_);
-    if (!mask_.data) return r;
-    for (int64_t i = 0; i < Tq_; ++i) r[static_cast<size_t>(i)] = reach_of_row(mask_.row(b, h, i), Tk_, mask_.step());
-    return r;
-  }
-  const ScoreOperand<T>& mask_;
+  const AttentionMask& mask_;
   int64_t Tq_, Tk_;
-  std::vector<Blocks> shared_;  // empty or one
+  SliceRows shared_;
+  const float* pattern_ = nullptr;
+  std::vector<int64_t> strides_;
 };
 
 // dst[e] = src[e] * scale where the mask keeps element base + e, else 0 (dst may be src).
@@ -174,38 +120,6 @@ template <typename T>
 void drop(const T* src, T* dst, int64_t n, uint64_t base, const DropoutMask& dropout) {
   const T scale = static_cast<T>(dropout.scale());
   for (int64_t e = 0; e < n; ++e) dst[e] = dropout.keeps(base + static_cast<uint64_t>(e)) ? src[e] * scale : T(0);
-}
-
-// Element strides of an operand's (rows, cols) slice matrix.
-inline int64_t row_stride(const Operand& o) { return o.trans == Transpose::no ? o.ld : 1; }
-inline int64_t col_stride(const Operand& o) { return o.trans == Transpose::no ? 1 : o.ld; }
-
-// The (rows, cols) slice of `o` as a matrix with unit-strided rows, or with `transposed` its
-// (cols, rows) transpose: in place when it already lies that way in memory, else a copy in
-// `scratch` (rows * cols). `ld` receives the row stride.
-template <typename T>
-const T* unit_rows(const Operand& o, int64_t b, int64_t h, int64_t rows, int64_t cols, bool transposed, T* scratch,
-                   int64_t& ld) {
-  const T* p = o.slice<T>(b, h);
-  if (o.trans == (transposed ? Transpose::yes : Transpose::no)) {
-    ld = o.ld;
-    return p;
-  }
-  // The stored matrix is the other orientation: (cols, rows) for plain rows, (rows, cols) else.
-  const int64_t stored_rows = transposed ? rows : cols, stored_cols = transposed ? cols : rows;
-  transpose_matrix(p, o.ld, stored_rows, stored_cols, scratch);
-  ld = stored_rows;
-  return scratch;
-}
-
-template <typename T>
-const T* rows_of(const Operand& o, int64_t b, int64_t h, int64_t rows, int64_t cols, T* scratch, int64_t& ld) {
-  return unit_rows(o, b, h, rows, cols, false, scratch, ld);
-}
-
-template <typename T>
-const T* columns_of(const Operand& o, int64_t b, int64_t h, int64_t rows, int64_t cols, T* scratch, int64_t& ld) {
-  return unit_rows(o, b, h, rows, cols, true, scratch, ld);
 }
 
 // Scratch sized for one slice, allocated once per parallel chunk; empty when unused.

@@ -7,8 +7,11 @@
 
 #include <cstdint>
 
+#include "attograd/autograd/attention_mask.h"
+#include "attograd/autograd/nn_ops.h"
 #include "attograd/core/indices.h"
 #include "attograd/core/kernels.h"
+#include "attograd/core/prefix_gemm.h"
 #include "attograd/core/rng.h"
 #include "attograd/core/tensor.h"
 
@@ -89,33 +92,38 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Ind
                               int64_t ignore_index, double label_smoothing, const Tensor& row_grad);
 
 // ---- scaled dot-product attention ----
-// q: (B, H, Tq, Dk), k: (B, H, Tk, Dk), v: (B, H, Tk, Dv); keep and bias are undefined or
-// broadcastable to (B, H, Tq, Tk). Operands may be strided views (a (B, T, H, D) tensor
-// permuted to (B, H, T, D) goes to BLAS as it lies). Throws std::invalid_argument naming
-// scaled_dot_product_attention and every shape.
-void check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
-                               const Tensor& bias);
+// q: (B, H, Tq, Dk), k: (B, H, Tk, Dk), v: (B, H, Tk, Dv); the mask (autograd/attention_mask.h)
+// and the bias (undefined, or broadcastable to (B, H, Tq, Tk) in q's dtype) as the op takes
+// them. Operands may be strided views (a (B, T, H, D) tensor permuted to (B, H, T, D) goes to
+// BLAS as it lies).
+//
+// The op's one check of its arguments: operands, mask, bias, dropout probability and scale
+// (std::invalid_argument naming scaled_dot_product_attention and every shape). Returns the
+// scale to use (options.scale, or 1 / sqrt(Dk) for 0). The kernels below do not check again.
+double check_attention_arguments(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
+                                 const Tensor& bias, const AttentionOptions& options);
 // The checks of the two attention_backward entry points below (both throw naming every shape):
 // the saved operands and statistics against the gradient, or against the given weights.
-void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
-                              const Tensor& bias, const Tensor& row_max, const Tensor& row_sum, bool want_scores_path);
+void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
+                              const Tensor& row_max, const Tensor& row_sum, bool want_scores_path);
 void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& weights, bool want_q, bool want_k, bool want_scores);
-// How the per-slice products run: BLAS calls, or direct loops that beat BLAS's fixed cost per
-// call on small heads. `automatic` (what the library uses) picks by each product's size; tests force
-// each path to hold them equal.
-enum class AttentionPath { automatic, blas, direct };
-// weights = softmax over keys of (scale * q k^T + bias) where keep != 0 (a row with no kept
-// key is all zero); output = (weights with `dropout` applied) v.
+// How the per-slice products run (core/prefix_gemm.h): BLAS calls, or direct loops that beat
+// BLAS's fixed cost per call on small heads. `automatic` (what the library uses) picks by each
+// product's size; tests force each path to hold them equal.
+using AttentionPath = PrefixPath;
+// weights = softmax over keys of (scale * q k^T + bias) where the mask shows the key (a row
+// that sees no key is all zero); output = (weights with `dropout` applied) v.
 // row_max, row_sum: the softmax statistics of each query row (softmax_row in core/vec_math.h):
-// the maximum of the masked scores and the sum of exp(score - max), -inf and 0 for a row with
-// no kept key. With q, k, keep and bias they give the weights back bit for bit, on the same path.
+// the maximum of the masked scores and the sum of exp(score - max), -inf and 0 for a row that
+// sees no key. With q, k, the mask and the bias they give the weights back bit for bit, on the
+// same path.
 struct AttentionForward {
   Tensor output;            // (B, H, Tq, Dv)
   Tensor weights;           // (B, H, Tq, Tk), before dropout
   Tensor row_max, row_sum;  // (B, H, Tq)
 };
-AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& keep,
+AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionMask& mask,
                                    const Tensor& bias, double scale, const DropoutMask& dropout,
                                    AttentionPath path = AttentionPath::automatic);
 // g: (B, H, Tq, Dv), any strides. dscores is the gradient of the pre-softmax scores
@@ -125,16 +133,17 @@ struct AttentionGrads {
   Tensor dq, dk, dv, dscores;
 };
 // What the op's backward uses: the weights of each (b, h) slice are recomputed into scratch
-// from q, k, keep, bias and the forward's row statistics (the same code as the forward's, so
-// the same bits when `path` is the forward's), never held as a (B, H, Tq, Tk) tensor. Reads q
-// and k always, v only for dq/dk/dscores.
+// from q, k, the mask, the bias and the forward's row statistics (the same code and blocks as
+// the forward's, so the same bits when `path` is the forward's), never held as a
+// (B, H, Tq, Tk) tensor. Reads q and k always, v only for dq/dk/dscores.
 AttentionGrads attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
-                                  const Tensor& keep, const Tensor& bias, const Tensor& row_max,
+                                  const AttentionMask& mask, const Tensor& bias, const Tensor& row_max,
                                   const Tensor& row_sum, double scale, const DropoutMask& dropout, bool want_q,
                                   bool want_k, bool want_v, bool want_scores,
                                   AttentionPath path = AttentionPath::automatic);
-// The same maths from given weights (B, H, Tq, Tk): reads q only for dk, k only for dq, v only
-// for dq/dk/dscores. The tests hold the two equal bit for bit.
+// The same maths from given weights (B, H, Tq, Tk), whose zeros past each row's last nonzero
+// are skipped: reads q only for dk, k only for dq, v only for dq/dk/dscores. The tests hold the
+// two equal bit for bit.
 AttentionGrads attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& weights, double scale, const DropoutMask& dropout, bool want_q,
                                   bool want_k, bool want_v, bool want_scores,

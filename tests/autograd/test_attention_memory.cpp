@@ -76,8 +76,9 @@ BOOST_DATA_TEST_CASE(recomputed_weights_give_the_same_gradients_bit_for_bit, bda
       Generator gen(77);
       const Tensor q = operand(c, c.Tq, c.Dk, dtype, gen), k = operand(c, c.Tk, c.Dk, dtype, gen);
       const Tensor v = operand(c, c.Tk, c.Dv, dtype, gen), g = operand(c, c.Tq, c.Dv, dtype, gen);
-      Tensor keep, bias;
-      if (c.mask) keep = causal_keep(c.B, c.Tq, c.Tk, dtype);
+      AttentionMask keep;
+      Tensor bias;
+      if (c.mask) keep = AttentionMask::keep(causal_keep(c.B, c.Tq, c.Tk, dtype));
       if (c.bias) bias = normal(Shape{1, c.H, c.Tq, c.Tk}, 0.0, 1.0, gen, dtype);
       const kernels::DropoutMask dropout{c.dropout, gen.next_stream()};
       const double scale = 0.37;
@@ -113,7 +114,7 @@ BOOST_AUTO_TEST_CASE(backward_refuses_statistics_of_another_shape) {
   const Tensor q = normal({2, 3, 4, 8}, 0.0, 1.0, gen), k = normal({2, 3, 6, 8}, 0.0, 1.0, gen);
   const Tensor v = normal({2, 3, 6, 5}, 0.0, 1.0, gen), g = normal({2, 3, 4, 5}, 0.0, 1.0, gen);
   const Tensor stats = zeros({2, 3, 6});  // (B, H, Tk) instead of (B, H, Tq)
-  AG_CHECK_THROWS_WITH(kernels::attention_backward(g, q, k, v, Tensor(), Tensor(), stats, stats, 0.5,
+  AG_CHECK_THROWS_WITH(kernels::attention_backward(g, q, k, v, AttentionMask(), Tensor(), stats, stats, 0.5,
                                                    kernels::DropoutMask{}, true, true, true, false),
                        std::invalid_argument, "scaled_dot_product_attention_backward", "(2, 3, 6)", "(2, 3, 4, 8)");
 }
@@ -128,7 +129,7 @@ BOOST_AUTO_TEST_CASE(forward_keeps_far_less_than_the_weights_for_backward) {
   const Variable q = randn_leaf({B, H, T, D}, 1, "q", DType::f32), k = randn_leaf({B, H, T, D}, 2, "k", DType::f32);
   const Variable v = randn_leaf({B, H, T, D}, 3, "v", DType::f32);
   const Variable bias(zeros({1, H, T, T}), true, "bias");
-  const Tensor keep = causal_keep(1, T, T, DType::f32);
+  const AttentionMask keep = AttentionMask::causal(T);
   const std::size_t weights_bytes = static_cast<std::size_t>(B * H * T * T) * sizeof(float);  // 2 MiB
   const std::size_t output_bytes = static_cast<std::size_t>(B * H * T * D) * sizeof(float);   // 256 KiB
   AttentionOptions o;

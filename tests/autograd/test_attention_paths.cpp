@@ -73,7 +73,8 @@ struct Run {
 };
 
 struct Inputs {
-  Tensor q, k, v, keep, bias, g;
+  Tensor q, k, v, bias, g;
+  AttentionMask keep;
   kernels::DropoutMask dropout;
   double scale;
 };
@@ -85,7 +86,7 @@ Inputs make_inputs(const PathCase& c, DType dtype) {
   in.k = operand(c, c.Tk, c.Dk, dtype, gen);
   in.v = operand(c, c.Tk, c.Dv, dtype, gen);
   in.g = operand(c, c.Tq, c.Dv, dtype, gen);
-  if (c.mask) in.keep = keep_mask(c, dtype, gen);
+  if (c.mask) in.keep = AttentionMask::keep(keep_mask(c, dtype, gen));
   if (c.bias) in.bias = normal(Shape{1, c.H, c.Tq, c.Tk}, 0.0, 1.0, gen, dtype);
   in.dropout = kernels::DropoutMask{c.dropout, gen.next_stream()};
   in.scale = 0.37;

@@ -345,7 +345,7 @@ BOOST_AUTO_TEST_CASE(attention_matches_pytorch_with_key_padding_and_bias) {
   const Variable k = leaf(wave({2, 2, 5, 4}, 0.23, 0.9));
   const Variable v = leaf(wave({2, 2, 5, 3}, 0.17, 0.5));
   const Variable bias = leaf(wave({1, 2, 3, 5}, 0.41, 0.6, 0.5));
-  const AttentionResult r = scaled_dot_product_attention(q, k, v, key_padding({5, 3}, 5), bias);
+  const AttentionResult r = scaled_dot_product_attention(q, k, v, AttentionMask::keep(key_padding({5, 3}, 5)), bias);
   r.output.backward(wave({2, 2, 3, 3}, 0.37, 1.1));
   check_values(r.output.value(), ref::kAttentionOut, kTwinTol, "output");
   check_values(r.weights, ref::kAttentionWeights, kTwinTol, "weights");
@@ -358,22 +358,34 @@ BOOST_AUTO_TEST_CASE(attention_matches_pytorch_with_key_padding_and_bias) {
 struct AttentionCase {
   std::string name;
   int64_t tq, tk, dk, dv;
-  Tensor keep;
+  AttentionMask mask;
   Shape bias;  // empty: no bias
   double dropout = 0.0;
-  bool transposed = false;  // q, k, v permuted views of (B, T, H, D) tensors; keep and bias transposed too
+  bool transposed = false;  // q, k, v permuted views of (B, T, H, D) tensors; bias transposed too
 };
 
 BOOST_AUTO_TEST_CASE(attention_gradcheck_and_twin_over_masks_shapes_and_layouts) {
   const std::vector<AttentionCase> cases = {
-      {"plain, Tq != Tk, Dk != Dv", 3, 5, 4, 2, Tensor(), {}},
-      {"causal keep mask", 4, 4, 3, 3, causal(4), {}},
-      {"key padding (B, 1, 1, Tk)", 3, 5, 2, 3, key_padding({5, 2}, 5), {}},
-      {"additive bias (H, Tq, Tk)", 3, 4, 3, 2, Tensor(), {2, 3, 4}},
-      {"bias (B, 1, Tq, Tk) and causal", 4, 4, 2, 2, causal(4), {2, 1, 4, 4}},
-      {"dropout in training", 3, 5, 3, 4, key_padding({4, 5}, 5), {1, 1, 3, 5}, 0.4},
-      {"non-contiguous q, k, v", 3, 5, 4, 3, key_padding({3, 5}, 5), {}, 0.0, true},
-      {"non-contiguous with dropout and bias", 4, 4, 2, 3, causal(4), {4, 4}, 0.25, true},
+      {"plain, Tq != Tk, Dk != Dv", 3, 5, 4, 2, {}, {}},
+      {"causal keep pattern", 4, 4, 3, 3, AttentionMask::keep(causal(4)), {}},
+      {"key padding pattern (B, 1, 1, Tk)", 3, 5, 2, 3, AttentionMask::keep(key_padding({5, 2}, 5)), {}},
+      {"additive bias (H, Tq, Tk)", 3, 4, 3, 2, {}, {2, 3, 4}},
+      {"bias (B, 1, Tq, Tk) and causal pattern", 4, 4, 2, 2, AttentionMask::keep(causal(4)), {2, 1, 4, 4}},
+      {"dropout in training", 3, 5, 3, 4, AttentionMask::keep(key_padding({4, 5}, 5)), {1, 1, 3, 5}, 0.4},
+      {"non-contiguous q, k, v", 3, 5, 4, 3, AttentionMask::keep(key_padding({3, 5}, 5)), {}, 0.0, true},
+      {"non-contiguous with dropout and bias", 4, 4, 2, 3, AttentionMask::keep(causal(4)), {4, 4}, 0.25, true},
+      // The structured masks, which the kernel reads without a dense tensor.
+      {"causal", 4, 4, 3, 2, AttentionMask::causal(4), {}},
+      {"causal after 3 cached keys", 3, 6, 2, 3, AttentionMask::causal(3, 3), {2, 3, 6}},
+      {"key lengths, one of them 0", 3, 5, 2, 3, AttentionMask::key_padding({5, 0}, 5), {}},
+      {"causal & key lengths", 4, 4, 3, 3, AttentionMask::causal(4) & AttentionMask::key_padding({4, 2}, 4), {}},
+      {"causal offset & key lengths & pattern, with bias and dropout", 3, 5, 2, 2,
+       AttentionMask::causal(3, 2) & AttentionMask::key_padding({4, 5}, 5) &
+           AttentionMask::keep(from_vector(std::vector<double>{1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1}, {3, 5},
+                                           DType::f64)),
+       {1, 2, 3, 5}, 0.3},
+      {"non-contiguous with causal offset & key lengths", 2, 5, 3, 2,
+       AttentionMask::causal(2, 3) & AttentionMask::key_padding({3, 5}, 5), {}, 0.0, true},
   };
   const int64_t B = 2, H = 2;
   uint64_t seed = 100;
@@ -389,8 +401,7 @@ BOOST_AUTO_TEST_CASE(attention_gradcheck_and_twin_over_masks_shapes_and_layouts)
       const Variable bias = c.bias.empty()  ? Variable()
                             : c.transposed ? transposed_leaf(c.bias, -2, -1, ++seed)
                                            : randn_leaf(c.bias, ++seed, "bias");
-      // Same values, strides (.., 1, Tq): the kernel must step along keys by the mask's stride.
-      const Tensor keep = c.transposed && c.keep.defined() ? c.keep.t().contiguous().t() : c.keep;
+      const AttentionMask& keep = c.mask;
       AttentionOptions o;
       o.dropout = c.dropout;
       o.training = c.dropout > 0;
@@ -429,19 +440,43 @@ BOOST_AUTO_TEST_CASE(attention_dropout_changes_output_not_weights) {
   Generator gen(9);
   train.generator = &gen;
   const AttentionResult eval = scaled_dot_product_attention(q, k, v);
-  const AttentionResult dropped = scaled_dot_product_attention(q, k, v, Tensor(), Variable(), train);
+  const AttentionResult dropped = scaled_dot_product_attention(q, k, v, {}, Variable(), train);
   BOOST_TEST(max_abs_diff(eval.weights, dropped.weights) == 0.0);
   BOOST_TEST(max_abs_diff(eval.output.value(), dropped.output.value()) > 1e-3);
   BOOST_TEST((gen.state().call == 1));  // the explicit generator, not the default one, was used
+}
+
+// What a KV cache needs: the last 3 of 7 queries against all 7 keys under causal(3, offset=4)
+// are the last 3 rows of causal(7) attention, in value and in the gradients of q, k and v.
+BOOST_AUTO_TEST_CASE(attention_causal_with_offset_is_the_tail_of_causal) {
+  const int64_t T = 7, past = 4, t_new = T - past;
+  const Variable q = testing::randn_leaf({2, 2, T, 4}, 31), k = testing::randn_leaf({2, 2, T, 4}, 32);
+  const Variable v = testing::randn_leaf({2, 2, T, 3}, 33);
+  const Tensor up = wave({2, 2, t_new, 3}, 0.29, 0.4);
+  const Variable full = scaled_dot_product_attention(q, k, v, AttentionMask::causal(T)).output;
+  narrow(full, 2, past, t_new).backward(up);
+  const Tensor dq = q.grad().narrow(2, past, t_new).contiguous(), dk = k.grad().clone(), dv = v.grad().clone();
+  for (Variable l : {q, k, v}) l.zero_grad();
+  const Variable tail_q(q.value().narrow(2, past, t_new).contiguous(), true);
+  const Variable tail = scaled_dot_product_attention(tail_q, k, v, AttentionMask::causal(t_new, past)).output;
+  tail.backward(up);
+  BOOST_TEST(max_abs_diff(tail.value(), full.value().narrow(2, past, t_new)) < 1e-12);
+  BOOST_TEST(max_abs_diff(tail_q.grad(), dq) < 1e-12);
+  BOOST_TEST(max_abs_diff(k.grad(), dk) < 1e-12);
+  BOOST_TEST(max_abs_diff(v.grad(), dv) < 1e-12);
+  AG_CHECK_THROWS_WITH(scaled_dot_product_attention(tail_q, k, v, AttentionMask::causal(t_new, past - 1)),
+                       std::invalid_argument, "scaled_dot_product_attention", "causal(3, offset=3)", "(1, 1, 3, 6)",
+                       "(2, 2, 3, 7)");
 }
 
 BOOST_AUTO_TEST_CASE(attention_fully_masked_row_is_zero_with_zero_finite_gradients) {
   const Variable q = testing::randn_leaf({2, 2, 3, 4}, 21), k = testing::randn_leaf({2, 2, 5, 4}, 22);
   const Variable v = testing::randn_leaf({2, 2, 5, 3}, 23);
   const Variable bias = testing::randn_leaf({3, 5}, 24, "bias");
-  Tensor keep = ones({2, 1, 3, 5}, DType::f64);
-  for (int64_t j = 0; j < 5; ++j) keep.set({1, 0, 2, j}, 0.0);  // batch 1, query 2: no key at all
-  for (int64_t j = 0; j < 5; ++j) keep.set({0, 0, 0, j}, j == 4 ? 1.0 : 0.0);
+  Tensor pattern = ones({2, 1, 3, 5}, DType::f64);
+  for (int64_t j = 0; j < 5; ++j) pattern.set({1, 0, 2, j}, 0.0);  // batch 1, query 2: no key at all
+  for (int64_t j = 0; j < 5; ++j) pattern.set({0, 0, 0, j}, j == 4 ? 1.0 : 0.0);
+  const AttentionMask keep = AttentionMask::keep(pattern);
   for (const bool training : {false, true}) {
     GeneratorStateGuard restore;
     AttentionOptions o;
@@ -472,7 +507,7 @@ BOOST_AUTO_TEST_CASE(fused_ops_agree_between_f32_and_f64) {
   Generator gen(3);
   const Tensor q = normal({2, 2, 6, 8}, 0, 1, gen, DType::f64), k = normal({2, 2, 7, 8}, 0, 1, gen, DType::f64);
   const Tensor v = normal({2, 2, 7, 5}, 0, 1, gen, DType::f64), x = normal({4, 6, 8}, 0, 1, gen, DType::f64);
-  const Tensor keep = key_padding({7, 4}, 7);
+  const AttentionMask keep = AttentionMask::key_padding({7, 4}, 7);
   const auto attn = [&](DType t) {
     return scaled_dot_product_attention(Variable(q.to(t)), Variable(k.to(t)), Variable(v.to(t)), keep).output.value();
   };
@@ -496,15 +531,15 @@ BOOST_AUTO_TEST_CASE(attention_rejects_mismatched_shapes_naming_all_of_them) {
                        "k=(2, 2, 6, 8)");
   AG_CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v_bad_len), std::invalid_argument, op, "Tk",
                        "v=(2, 3, 5, 5)");
-  AG_CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, zeros({3, 6})), std::invalid_argument, op, "(3, 6)",
+  AG_CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, AttentionMask::keep(zeros({3, 6}))), std::invalid_argument, op, "(3, 6)",
                        "(2, 3, 4, 6)");
-  AG_CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, Tensor(), Variable(zeros({4, 5}, DType::f64))),
+  AG_CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, {}, Variable(zeros({4, 5}, DType::f64))),
                        std::invalid_argument, op, "bias (4, 5)");
   AG_CHECK_THROWS_WITH(scaled_dot_product_attention(Variable(zeros({3, 4, 8}, DType::f64)), k, v),
                        std::invalid_argument, op, "4-D", "q=(3, 4, 8)");
   AttentionOptions bad;
   bad.dropout = 1.2;
-  AG_CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, Tensor(), Variable(), bad), std::invalid_argument, op,
+  AG_CHECK_THROWS_WITH(scaled_dot_product_attention(q, k, v, {}, Variable(), bad), std::invalid_argument, op,
                        "p=1.2");
 }
 

@@ -307,7 +307,7 @@ BOOST_AUTO_TEST_CASE(attention_split_over_heads_gives_the_same_bits) {
   for (int way = 0; way < kSplittings; ++way) {
     const Splitting split(way);
     BOOST_REQUIRE(parallel_chunks(B * H, 4.0 * B * H * T * T * 2 * D) == (way == 0 ? 1 : way == 1 ? 2 : 8));
-    f[way] = kernels::attention_forward(q, k, v, Tensor(), Tensor(), 0.125, kernels::DropoutMask{});
+    f[way] = kernels::attention_forward(q, k, v, AttentionMask(), Tensor(), 0.125, kernels::DropoutMask{});
     d[way] = kernels::attention_backward(g, q, k, v, f[way].weights, 0.125, kernels::DropoutMask{}, true, true, true,
                                          false);
   }
