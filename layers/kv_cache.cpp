@@ -120,13 +120,7 @@ AttentionMask KvCache::causal_mask(int64_t layer, int64_t t_new) const {
                                 " positions; t_new=" + std::to_string(t_new) + " must be >= 1 and fit");
   }
   if (t_new == 1) return AttentionMask();  // the one new query sees every key
-  const int64_t total = past + t_new;
-  Tensor keep = zeros({1, 1, t_new, total}, DType::f32);
-  float* p = keep.data<float>();
-  for (int64_t i = 0; i < t_new; ++i) {
-    for (int64_t j = 0; j <= past + i; ++j) p[i * total + j] = 1.0f;
-  }
-  return AttentionMask::keep(keep);
+  return AttentionMask::causal(t_new, past);  // query i sees keys 0 .. past + i
 }
 
 }  // namespace ag
