@@ -10,10 +10,18 @@
 #   ROUNDS=3 TASKS=reverse-var bench/compare_seq2seq.sh
 #   THREADS=1 bench/compare_seq2seq.sh                both frameworks on one thread (default 2)
 #   BUILD=build-bench bench/compare_seq2seq.sh        another build directory (default build/)
+#   BASELINE=../attograd-old/build bench/compare_seq2seq.sh
+#                                                     also run that build's examples/train_seq2seq,
+#                                                     same flags, in the same rounds (a "before"
+#                                                     for a change: build the old commit there)
 # Reports, per task and framework: the steps and the seconds to the target (the whole process,
 # start to exit, and the training loop alone with its evaluations), and the decoding speed in
 # sequences/s. Ratios are attograd / PyTorch: below 1 is attograd faster for times, above 1 for
-# speeds. Needs a release build of examples/train_seq2seq in $BUILD and /usr/bin/python3 with
+# speeds. With BASELINE, each round runs attograd, the baseline and PyTorch one after the other,
+# and each task gains a "baseline" row and an "attograd / baseline" row, read the same way, with
+# the ratio of the steps too (not 1: the new build trains differently, so its times to the
+# target measure other work).
+# Needs a release build of examples/train_seq2seq in $BUILD and /usr/bin/python3 with
 # torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,10 +29,16 @@ ROUNDS=${ROUNDS:-1}
 TASKS=${TASKS:-"reverse-var addition"}
 THREADS=${THREADS:-2}
 BEAM=${BEAM:-4}
+BASELINE=${BASELINE:-}
 PY=/usr/bin/python3
 BUILD=${BUILD:-build}
 ours=$BUILD/examples/train_seq2seq
 [ -x "$ours" ] || { echo "compare_seq2seq.sh: $ours is missing: build it (ninja -C $BUILD examples/train_seq2seq)" >&2; exit 2; }
+base=$BASELINE/examples/train_seq2seq
+if [ -n "$BASELINE" ] && [ ! -x "$base" ]; then
+  echo "compare_seq2seq.sh: BASELINE=$BASELINE has no examples/train_seq2seq: build it there first (ninja -C $BASELINE examples/train_seq2seq)" >&2
+  exit 2
+fi
 "$PY" -c 'import torch' 2>/dev/null || { echo "compare_seq2seq.sh: /usr/bin/python3 cannot import torch (apt-get install python3-torch)" >&2; exit 2; }
 
 # The documented settings of each task (docs/tasks.md), passed in full to both programs so that
@@ -58,6 +72,12 @@ for task in $TASKS; do
     "$ours" "${flags[@]}" --target-acc 0.99 --beam "$BEAM" --threads "$THREADS" --quiet --json \
       --log "$tmp/log_$task.jsonl" --plot "$tmp/plot_$task.svg" --overwrite | tail -n 1 >"$tmp/line"
     echo "{\"process_s\": $(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.3f", a - b }'), \"result\": $(cat "$tmp/line")}" >>"$tmp/ours_$task.jsonl"
+    if [ -n "$BASELINE" ]; then
+      t0=$(now)
+      "$base" "${flags[@]}" --target-acc 0.99 --beam "$BEAM" --threads "$THREADS" --quiet --json \
+        --log "$tmp/base_log_$task.jsonl" --plot "$tmp/base_plot_$task.svg" --overwrite | tail -n 1 >"$tmp/line"
+      echo "{\"process_s\": $(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.3f", a - b }'), \"result\": $(cat "$tmp/line")}" >>"$tmp/base_$task.jsonl"
+    fi
     t0=$(now)
     "$PY" bench/torch_seq2seq_train.py "${flags[@]}" --target 0.99 --beam "$BEAM" --threads "$THREADS" --quiet --json \
       | tail -n 1 >"$tmp/line"
@@ -67,11 +87,13 @@ done
 echo "load average at the end: $(load)"
 
 "$PY" - "$tmp" "$TASKS" "$BEAM" <<'EOF'
-import json, statistics, sys
+import json, os, statistics, sys
 tmp, tasks, beam = sys.argv[1], sys.argv[2].split(), sys.argv[3]
 def rows(name):
     with open(f"{tmp}/{name}.jsonl") as f:
         return [json.loads(line) for line in f if line.strip()]
+# The baseline's files exist only when BASELINE was set; without them the table is as before.
+base = all(os.path.exists(f"{tmp}/base_{task}.jsonl") for task in tasks)
 def med(rs, key):
     return statistics.median(r["result"][key] if key != "process_s" else r[key] for r in rs)
 print()
@@ -79,7 +101,11 @@ print(f"| task | framework | reached 99% | steps | process s | training s | gree
 print("|---|---|---|---|---|---|---|---|---|")
 for task in tasks:
     o, t = rows(f"ours_{task}"), rows(f"torch_{task}")
-    for name, rs, beam_key in (("attograd", o, "beam_seq_per_s"), ("pytorch", t, "beam4_seq_per_s" if beam == "4" else "beam_seq_per_s")):
+    b = rows(f"base_{task}") if base else []
+    sides = [("attograd", o, "beam_seq_per_s"), ("pytorch", t, "beam4_seq_per_s" if beam == "4" else "beam_seq_per_s")]
+    if base:
+        sides.append(("baseline", b, "beam_seq_per_s"))
+    for name, rs, beam_key in sides:
         reached = sum(1 for r in rs if r["result"]["reached"])
         print(f"| {task} | {name} | {reached}/{len(rs)} | {med(rs, 'steps'):.0f} | {med(rs, 'process_s'):.1f} | "
               f"{med(rs, 'train_s'):.1f} | {100 * med(rs, 'seq_acc'):.1f}% | {med(rs, 'greedy_seq_per_s'):.0f} | "
@@ -89,4 +115,11 @@ for task in tasks:
     print(f"| {task} | attograd / pytorch | | | {med(o, 'process_s') / med(t, 'process_s'):.2f} | "
           f"{med(o, 'train_s') / med(t, 'train_s'):.2f} | | {med(o, 'greedy_seq_per_s') / med(t, 'greedy_seq_per_s'):.2f} | "
           f"{med(o, ob) / med(t, tb):.2f} |")
+    if base:
+        # Three decimals: the question here is a few percent, not a factor. The steps ratio is
+        # 1 when the new build trains along the same path; otherwise the times compare different
+        # amounts of work.
+        print(f"| {task} | attograd / baseline | | {med(o, 'steps') / med(b, 'steps'):.3f} | {med(o, 'process_s') / med(b, 'process_s'):.3f} | "
+              f"{med(o, 'train_s') / med(b, 'train_s'):.3f} | | {med(o, 'greedy_seq_per_s') / med(b, 'greedy_seq_per_s'):.3f} | "
+              f"{med(o, ob) / med(b, ob):.3f} |")
 EOF
