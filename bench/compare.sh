@@ -115,6 +115,10 @@ for r in $(seq "$ROUNDS"); do
   echo "attograd $(echo "$e - $s" | bc)" >>"$tmp/reach.txt"
   s=$(date +%s.%N); "$PY" bench/torch_reference.py --config tiny --train-reverse --json >/dev/null; e=$(date +%s.%N)
   echo "pytorch $(echo "$e - $s" | bc)" >>"$tmp/reach.txt"
+  if [ -n "$BASELINE" ] && [ -x "$BASELINE/examples/train_sequence" ]; then
+    s=$(date +%s.%N); "$BASELINE"/examples/train_sequence "${tiny_flags[@]}" --threads 1 --quiet >/dev/null; e=$(date +%s.%N)
+    echo "before $(echo "$e - $s" | bc)" >>"$tmp/reach.txt"
+  fi
 done
 "$PY" - "$tmp/reach.txt" <<'PYEOF'
 import statistics, sys
@@ -122,6 +126,10 @@ rows = [l.split() for l in open(sys.argv[1])]
 ours = statistics.median(float(v) for k, v in rows if k == "attograd")
 torch = statistics.median(float(v) for k, v in rows if k == "pytorch")
 print(f"attograd {ours:.2f} s   pytorch {torch:.2f} s   ratio {ours / torch:.2f}")
+before = [float(v) for k, v in rows if k == "before"]
+if before:
+    b = statistics.median(before)
+    print(f"before (BASELINE) {b:.2f} s   after/before {ours / b:.3f}")
 PYEOF
 echo "load average at end: $(load)"
 
