@@ -10,7 +10,8 @@
 #   CONTENDED=1 bench/compare.sh     also a second table with one core kept busy (see below)
 #   BASELINE=/path/to/other/build bench/compare.sh
 #                                    also time that build's train_step in the same rounds (a
-#                                    "before" column for a change: build the old commit there)
+#                                    "before" column for a change: build the old commit there),
+#                                    and its train_sequence in the time-to-99% rounds
 #
 # CONTENDED=1: after the quiet table, the script starts a busy loop of its own (one shell
 # spinning, ended by the script, and by `timeout` after BUSY_LIMIT seconds whatever happens) and
