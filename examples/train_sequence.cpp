@@ -8,7 +8,6 @@
 // Its metrics log, plot and configuration go to runs/<task>/ unless --log / --plot say
 // otherwise; what every training program shares is in training_program.h.
 #include "attograd/train/io/model_options.h"
-#include "attograd/train/memory.h"
 #include "attograd/train/sequence_job.h"
 #include "train_sequence_cli.h"
 
@@ -35,11 +34,9 @@ int run(const TrainSequenceArgs& a) {
   const SequenceModelOptions m = run.options("model", sequence_model_options_from_json, a.model);
   const SequenceTaskOptions task = run.options("task", sequence_task_options_from_json, a.task);
   const TrainerOptions& t = run.trainer;
-  // The model, its optimizer and its activations must fit in memory before anything is built.
-  check_memory_fits(estimate_training_memory(m, task, t, a.eval_sequences), available_memory_bytes(),
-                    run.checkpoint() ? "the checkpoint's model and task settings are too large for this machine"
-                       : "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer "
-                         "state) and by --batch, --length and --heads (activations)");
+  run.check_memory(estimate_training_memory(m, task, t, a.eval_sequences),
+                   "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer state) "
+                   "and by --batch, --length and --heads (activations)");
   std::ostringstream title, about;
   title << sequence_task_name(task.kind) << ": vocab " << task.vocab_size << ", length " << task.seq_len << ", d_model "
         << m.d_model << ", " << m.n_layers << " layers, " << optimizer_kind_name(t.optimizer) << " lr " << t.lr;

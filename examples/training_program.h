@@ -36,6 +36,7 @@
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/outputs.h"
+#include "attograd/train/memory.h"
 #include "attograd/train/report/progress.h"
 #include "attograd/train/trainer.h"
 #include "threads_flag.h"
@@ -454,6 +455,13 @@ class TrainingRun {
     }
   }
   TrainerOptions trainer;  // what the run trains with
+
+  // The model, its optimizer state and a step's activations must fit in memory before anything
+  // is built (train/memory.h); `flags` names the flags that drive the size.
+  void check_memory(const MemoryEstimate& need, const std::string& flags) const {
+    check_memory_fits(need, available_memory_bytes(),
+                      ck_ ? "the checkpoint's model and task settings are too large for this machine" : flags);
+  }
 
   // Before anything is built: the outputs can be written and destroy nothing (over several
   // processes rank 0 alone writes them), and a fresh run's parameters are seeded.
