@@ -35,6 +35,7 @@
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/io/outputs.h"
 #include "attograd/train/memory.h"
 #include "attograd/train/report/progress.h"
@@ -448,11 +449,7 @@ class TrainingRun {
   // naming the file) when resuming, else what the flags say.
   template <typename Parse, typename Options>
   Options options(const std::string& key, Parse parse, const Options& flags) const {
-    try {
-      return ck_ ? parse(ck_->entry(key)) : flags;
-    } catch (const std::invalid_argument& e) {
-      throw std::runtime_error("checkpoint '" + ck_->path() + "': metadata '" + key + "' is invalid: " + e.what());
-    }
+    return ck_ ? parse_entry(*ck_, key, parse) : flags;
   }
   TrainerOptions trainer;  // what the run trains with
 

@@ -284,9 +284,10 @@ void Trainer::resume(const Checkpoint& ck) {
     }
     require_same("'" + key + "' entry", ck.entry(key), ours);
   }
-  const TrainerOptions file_options = resumed_trainer_options(ck, options_);
+  const TrainerOptions file_options =
+      parse_entry(ck, "trainer", [&](const std::string& s) { return trainer_options_from_json(s, options_); });
   require_same("trainer configuration", trainer_options_to_json(file_options), trainer_options_to_json(options_));
-  const LoopState loop = checked_loop_state(ck, options_);
+  const LoopState loop = checked_loop_state(ck, options_);  // the loop entry, parsed and checked once
 
   ck.load(params_, *optimizer_);
   default_generator().set_state(ck.info().rng_state);
