@@ -63,4 +63,44 @@ inline void spit(const std::string& path, const std::string& bytes) {
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+// The loop's three optimizer choices on one model kind. `Run` builds a job and its trainer from
+// (options, outputs, dropout) and holds `model` and `trainer`; `options_for` gives the run's
+// options for one choice, `values_of` reads a model's parameters and `check_file` makes the
+// kind's own checks on the saved checkpoint. Each choice trains, saves its own optimizer state
+// and resumes bit for bit, and the three trajectories differ, so the choice is not ignored.
+template <typename Run, typename OptionsFor, typename ValuesOf, typename CheckFile>
+void check_every_optimizer_resumes_bit_exact(OptionsFor options_for, ValuesOf values_of, CheckFile check_file) {
+  std::vector<std::vector<double>> finals;
+  for (const char* name : {"sgd", "adam", "adamw"}) {
+    BOOST_TEST_CONTEXT("optimizer " << name) {
+      TempDir dir;
+      const TrainerOptions o = options_for(parse_optimizer_kind(name));
+      std::vector<double> straight_losses;
+      Run straight(o, {.on_step = [&](int64_t, double loss) { straight_losses.push_back(loss); }}, 0.1);
+      const char* expected = o.optimizer == OptimizerKind::sgd ? "SGD" : o.optimizer == OptimizerKind::adam ? "Adam" : "AdamW";
+      BOOST_TEST(std::string(straight.trainer->optimizer().name()) == expected);
+      straight.trainer->run();
+
+      std::vector<double> losses;
+      Run first(o, {}, 0.1);
+      for (int i = 0; i < 7; ++i) losses.push_back(first.trainer->train_step().loss);
+      first.trainer->save_checkpoint(dir.file("ckpt.safetensors"));
+      const Checkpoint ck = Checkpoint::open(dir.file("ckpt.safetensors"));
+      BOOST_TEST(ck.info().optimizer == expected);
+      check_file(ck, name);
+
+      manual_seed(999);
+      Run second(o, {.on_step = [&](int64_t, double loss) { losses.push_back(loss); }}, 0.1);
+      second.trainer->resume(ck);
+      second.trainer->run();
+      BOOST_TEST(losses == straight_losses, boost::test_tools::per_element());
+      const std::vector<double> a = values_of(*straight.model), b = values_of(*second.model);
+      BOOST_TEST(a == b, boost::test_tools::per_element());
+      finals.push_back(a);
+    }
+  }
+  BOOST_REQUIRE(finals.size() == 3u);
+  BOOST_TEST((finals[0] != finals[1] && finals[1] != finals[2] && finals[0] != finals[2]));
+}
+
 }  // namespace ag::testing
