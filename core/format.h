@@ -5,12 +5,14 @@
 //
 // And the two checks every options struct makes, with the same wording everywhere:
 //   check_in_range("GPT: ", "n_layers", n, 1, 1024)   "GPT: n_layers must lie in [1, 1024], got 0"
-//   parse_choice(name, {LrDecay::constant, LrDecay::cosine}, lr_decay_name, "learning-rate schedule")
+//   constexpr Named<LrDecay> kLrDecayNames[] = {{LrDecay::constant, "constant"}, {LrDecay::cosine, "cosine"}};
+//   name_of(kLrDecayNames, LrDecay::cosine)            "cosine"
+//   named(kLrDecayNames, "x", "learning-rate schedule")
 //                                                      "unknown learning-rate schedule 'x' (choose constant or cosine)"
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -22,15 +24,30 @@ std::string format_bytes(double bytes);
 // std::invalid_argument "<prefix><key> must lie in [low, high], got <value>" unless low <= value <= high.
 void check_in_range(const std::string& prefix, const char* key, int64_t value, int64_t low, int64_t high);
 
-// The choice whose name_of() is `name`; std::invalid_argument naming `what`, the name and every choice otherwise.
+// An enum value and its name. An enum's names are one table, read in both directions, so that a
+// name is written once; the table lists the values in declaration order (a test per enum walks
+// it).
 template <typename E>
-E parse_choice(const std::string& name, std::initializer_list<E> choices, const char* (*name_of)(E), const char* what) {
+struct Named {
+  E value;
+  const char* name;
+};
+
+template <typename E, size_t N>
+constexpr const char* name_of(const Named<E> (&names)[N], E value) {
+  for (const Named<E>& n : names) {
+    if (n.value == value) return n.name;
+  }
+  return "?";
+}
+
+// The value named `name`; std::invalid_argument naming `what`, the name and every choice otherwise.
+template <typename E, size_t N>
+E named(const Named<E> (&names)[N], const std::string& name, const char* what) {
   std::string list;
-  size_t i = 0;
-  for (E choice : choices) {
-    if (name == name_of(choice)) return choice;
-    list += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(name_of(choice));
-    ++i;
+  for (size_t i = 0; i < N; ++i) {
+    if (name == names[i].name) return names[i].value;
+    list += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(names[i].name);
   }
   throw std::invalid_argument("unknown " + std::string(what) + " '" + name + "' (choose " + list + ")");
 }

@@ -39,7 +39,7 @@ int run(const TrainGPTArgs& a) {
   }
   std::ostringstream title, about;
   title << "GPT on " << std::filesystem::path(data).filename().string() << ": " << m.n_layers << " layers, d_model "
-        << m.d_model << ", context " << m.block_size << ", " << optimizer_kind_name(t.optimizer) << " lr " << t.lr;
+        << m.d_model << ", context " << m.block_size;
   run.prepare(kGPTRunDir, title.str());
 
   GPT model(m);

@@ -36,7 +36,7 @@ int run(const TrainSeq2SeqArgs& a) {
                    "(parameters and optimizer state) and by --batch, --max-len and --heads (activations)");
   std::ostringstream title, about;
   title << seq2seq_task_name(task.kind) << ": lengths " << task.min_len << "-" << task.max_len << ", d_model "
-        << m.d_model << ", " << layers << " layers, " << optimizer_kind_name(t.optimizer) << " lr " << t.lr;
+        << m.d_model << ", " << layers << " layers";
   run.prepare(std::string("runs/") + seq2seq_task_name(task.kind), title.str());
 
   Seq2Seq model(m);

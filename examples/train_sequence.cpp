@@ -39,7 +39,7 @@ int run(const TrainSequenceArgs& a) {
                    "and by --batch, --length and --heads (activations)");
   std::ostringstream title, about;
   title << sequence_task_name(task.kind) << ": vocab " << task.vocab_size << ", length " << task.seq_len << ", d_model "
-        << m.d_model << ", " << m.n_layers << " layers, " << optimizer_kind_name(t.optimizer) << " lr " << t.lr;
+        << m.d_model << ", " << m.n_layers << " layers";
   run.prepare(std::string("runs/") + sequence_task_name(task.kind), title.str());
 
   SequenceModel model(m);

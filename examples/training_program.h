@@ -461,12 +461,13 @@ class TrainingRun {
   }
 
   // Before anything is built: the outputs can be written and destroy nothing (over several
-  // processes rank 0 alone writes them), and a fresh run's parameters are seeded.
+  // processes rank 0 alone writes them), and a fresh run's parameters are seeded. The plot's
+  // title ends with the optimizer and its learning rate.
   void prepare(const std::string& run_dir, const std::string& plot_title) {
     out_.checkpoint_path = args_.save_path;
     out_.log_path = args_.log_path.empty() ? run_dir + "/metrics.jsonl" : args_.log_path;
     out_.plot_path = args_.plot_path.empty() ? run_dir + "/plot.svg" : args_.plot_path;
-    out_.plot_title = plot_title;
+    out_.plot_title = plot_title + ", " + optimizer_kind_name(trainer.optimizer) + " lr " + format_number(trainer.lr);
     // The configuration goes beside the metrics log, so that `--config` of it repeats the run.
     const std::string config_copy = (std::filesystem::path(out_.log_path).parent_path() / "config.toml").string();
     if (comm_.is_root()) {

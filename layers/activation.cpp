@@ -4,23 +4,15 @@
 #include <string>
 
 #include "attograd/autograd/ops.h"
+#include "attograd/core/format.h"
 
 namespace ag {
 
-const char* activation_name(Activation activation) {
-  switch (activation) {
-    case Activation::relu: return "relu";
-    case Activation::gelu: return "gelu";
-  }
-  return "?";
-}
+constexpr Named<Activation> kActivationNames[] = {{Activation::relu, "relu"}, {Activation::gelu, "gelu"}};
 
-Activation parse_activation(const std::string& name) {
-  for (Activation a : {Activation::relu, Activation::gelu}) {
-    if (name == activation_name(a)) return a;
-  }
-  throw std::invalid_argument("unknown activation '" + name + "' (choose relu or gelu)");
-}
+const char* activation_name(Activation activation) { return name_of(kActivationNames, activation); }
+
+Activation parse_activation(const std::string& name) { return named(kActivationNames, name, "activation"); }
 
 Variable apply_activation(Activation activation, const Variable& x) {
   switch (activation) {

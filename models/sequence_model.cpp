@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "attograd/autograd/ops.h"
+#include "attograd/core/format.h"
 
 namespace ag {
 
@@ -28,19 +29,13 @@ TransformerEncoderOptions encoder_options(const SequenceModelOptions& o) {
 
 }  // namespace
 
-const char* positional_kind_name(PositionalKind kind) {
-  switch (kind) {
-    case PositionalKind::learned: return "learned";
-    case PositionalKind::sinusoidal: return "sinusoidal";
-  }
-  return "?";
-}
+constexpr Named<PositionalKind> kPositionalNames[] = {{PositionalKind::learned, "learned"},
+                                                      {PositionalKind::sinusoidal, "sinusoidal"}};
+
+const char* positional_kind_name(PositionalKind kind) { return name_of(kPositionalNames, kind); }
 
 PositionalKind parse_positional_kind(const std::string& name) {
-  for (PositionalKind k : {PositionalKind::learned, PositionalKind::sinusoidal}) {
-    if (name == positional_kind_name(k)) return k;
-  }
-  throw std::invalid_argument("unknown positional embedding '" + name + "' (choose learned or sinusoidal)");
+  return named(kPositionalNames, name, "positional embedding");
 }
 
 void validate(const SequenceModelOptions& o) {

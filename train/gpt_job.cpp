@@ -27,25 +27,20 @@ void check_long_enough(const char* part, size_t tokens, int64_t block_size) {
 
 // The "data" entry: the trajectory options and a fingerprint of the token stream (resuming on
 // another text, or another tokenisation of it, would silently train a different run).
+constexpr auto kDataFields = [](auto& o, auto&& field) {
+  field("batch", o.batch), field("seed", o.seed), field("train_fraction", o.train_fraction);
+};
+
 std::string data_json(const GPTJobOptions& o, const std::vector<int64_t>& tokens) {
-  const uint32_t crc = crc32c(tokens.data(), tokens.size() * sizeof(int64_t));
-  return OrderedJson({{"batch", o.batch},
-                      {"seed", o.seed},
-                      {"train_fraction", o.train_fraction},
-                      {"tokens", tokens.size()},
-                      {"crc32c", crc}})
-      .dump();
+  OrderedJson j = fields_to_json(o, kDataFields);
+  j["tokens"] = tokens.size();
+  j["crc32c"] = crc32c(tokens.data(), tokens.size() * sizeof(int64_t));
+  return j.dump();
 }
 
 GPTJobOptions data_options_from_json(const std::string& text, const GPTJobOptions& base) {
   const std::string op = "gpt data options: ";
-  const Json j = parse_options_object(text, {"batch", "seed", "train_fraction", "tokens", "crc32c"}, op);
-  const OptionFields f{j, op, text};
-  GPTJobOptions o = base;
-  o.batch = f.integer("batch");
-  o.seed = f.unsigned_integer("seed");  // a full uint64 (nlohmann keeps non-negative integers as such)
-  o.train_fraction = f.number("train_fraction");
-  return validated(o, op);
+  return validated(fields_from_json(text, kDataFields, op, base, {"tokens", "crc32c"}), op);
 }
 
 }  // namespace
@@ -66,7 +61,10 @@ void validate(const GPTJobOptions& o) {
 }
 
 GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options)
-    : model_(model), tokenizer_(std::move(tokenizer)), options_(options) {
+    : TrainingJob("gpt", model, options.batch, model.options().vocab),
+      model_(model),
+      tokenizer_(std::move(tokenizer)),
+      options_(options) {
   validate(options_);
   const GPTOptions& m = model.options();
   if (m.vocab != tokenizer_.vocab_size()) {

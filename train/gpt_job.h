@@ -53,10 +53,6 @@ class GPTJob : public TrainingJob {
   // falls back to the first training token.
   GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options);
 
-  std::string kind() const override { return "gpt"; }
-  Module& model() override { return model_; }
-  int64_t batch_rows() const override { return options_.batch; }
-  int64_t vocab() const override { return model_.options().vocab; }
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
   std::map<std::string, std::string> metadata() const override;

@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attograd/autograd/variable.h"
@@ -42,6 +43,11 @@ struct Evaluation {
   std::vector<std::string> details;  // lines shown below it, e.g. a generated sample
 };
 
+// The evaluation of a held-out loss and two accuracies, summarised for the progress line as
+// "held-out loss 0.1234, token acc 99.1%<token_note>, <seq_name> 98.0%<tail>".
+Evaluation accuracy_evaluation(double loss, double token_acc, double seq_acc, const std::string& token_note,
+                               const std::string& seq_name, const std::string& tail);
+
 // This process's place in a run over several (one process alone: rank 0 of 1).
 class Ranks {
  public:
@@ -61,17 +67,18 @@ class Ranks {
 
 class TrainingJob {
  public:
+  // kind: the checkpoint's "model_kind" ("sequence", "gpt", "seq2seq"). batch_rows: the rows of
+  // one training batch; over N processes each rank trains on its B / N of them (B must divide:
+  // the loop refuses other counts by name). vocab: the size of the output vocabulary; ln(vocab)
+  // is a uniform guess's loss, the divergence guard's floor.
+  TrainingJob(std::string kind, Module& model, int64_t batch_rows, int64_t vocab)
+      : kind_(std::move(kind)), model_(model), batch_rows_(batch_rows), vocab_(vocab) {}
   virtual ~TrainingJob() = default;
 
-  // The checkpoint's "model_kind": "sequence", "gpt", "seq2seq".
-  virtual std::string kind() const = 0;
-  virtual Module& model() = 0;
-  // Rows of one training batch. Over N processes each rank trains on its B / N of them (B must
-  // divide: the loop refuses other counts by name).
-  virtual int64_t batch_rows() const = 0;
-  // The size of the output vocabulary: ln(vocab) is a uniform guess's loss, the divergence
-  // guard's floor.
-  virtual int64_t vocab() const = 0;
+  const std::string& kind() const { return kind_; }
+  Module& model() { return model_; }
+  int64_t batch_rows() const { return batch_rows_; }
+  int64_t vocab() const { return vocab_; }
 
   // Training batch number `index` (the data position: a resumed run asks for the very batches
   // of an uninterrupted one), restricted to `rows`: the loss with its graph. The loop has put
@@ -90,6 +97,11 @@ class TrainingJob {
   // data, as JSON text under metadata keys (not "model_kind", "trainer" or "loop", which the
   // loop writes). Saved in every checkpoint; a resume requires each entry to be identical.
   virtual std::map<std::string, std::string> metadata() const = 0;
+
+ private:
+  std::string kind_;
+  Module& model_;
+  int64_t batch_rows_, vocab_;
 };
 
 }  // namespace ag

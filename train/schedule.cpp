@@ -15,18 +15,12 @@ namespace {
 
 }  // namespace
 
-const char* lr_decay_name(LrDecay decay) {
-  switch (decay) {
-    case LrDecay::constant: return "constant";
-    case LrDecay::cosine: return "cosine";
-    case LrDecay::linear: return "linear";
-  }
-  return "?";
-}
+constexpr Named<LrDecay> kLrDecayNames[] = {
+    {LrDecay::constant, "constant"}, {LrDecay::cosine, "cosine"}, {LrDecay::linear, "linear"}};
 
-LrDecay parse_lr_decay(const std::string& name) {
-  return parse_choice(name, {LrDecay::constant, LrDecay::cosine, LrDecay::linear}, lr_decay_name, "learning-rate schedule");
-}
+const char* lr_decay_name(LrDecay decay) { return name_of(kLrDecayNames, decay); }
+
+LrDecay parse_lr_decay(const std::string& name) { return named(kLrDecayNames, name, "learning-rate schedule"); }
 
 LrSchedule::LrSchedule(const LrScheduleOptions& options) : options_(options) {
   const LrScheduleOptions& o = options;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <sstream>
 #include <stdexcept>
 
 #include "attograd/autograd/ops.h"
@@ -77,7 +76,10 @@ Seq2SeqBatch padded_rows(const Seq2SeqBatch& b, const Shard& rows) {
 }
 
 Seq2SeqJob::Seq2SeqJob(Seq2Seq& model, const Seq2SeqTaskOptions& task, int64_t eval_sequences)
-    : model_(model), task_(task), eval_sequences_(eval_sequences) {
+    : TrainingJob("seq2seq", model, task.batch_size, Seq2SeqTask(task).vocab_size()),
+      model_(model),
+      task_(task),
+      eval_sequences_(eval_sequences) {
   check_fits(model.options(), task_);
   if (eval_sequences < 1 || eval_sequences > TrainerLimits::eval_sequences) {
     throw std::invalid_argument("Seq2SeqJob: eval_sequences must lie in [1, " +
@@ -182,32 +184,13 @@ Evaluation Seq2SeqJob::evaluate(const Ranks& ranks) {
     m.exact = static_cast<int64_t>(v[6]);
   }
   last_ = m;
-  Evaluation e;
-  e.loss = m.teacher.loss();
-  e.token_acc = m.teacher.token_accuracy();
-  e.seq_acc = m.exact_accuracy();
-  std::ostringstream line;
-  line.setf(std::ios::fixed);
-  line.precision(4);
-  line << "held-out loss " << e.loss;
-  line.precision(1);
-  line << ", token acc " << 100 * e.token_acc << "% (teacher-forced), greedy exact " << 100 * e.seq_acc << "% of "
-       << m.sequences;
-  e.summary = line.str();
-  return e;
+  return accuracy_evaluation(m.teacher.loss(), m.teacher.token_accuracy(), m.exact_accuracy(), " (teacher-forced)",
+                             "greedy exact", " of " + std::to_string(m.sequences));
 }
 
 std::map<std::string, std::string> Seq2SeqJob::metadata() const {
   return {{"model", seq2seq_options_to_json(model_.options())},
           {"task", seq2seq_task_options_to_json(task_.options())}};
-}
-
-Seq2SeqOptions seq2seq_options_from(const Checkpoint& ck) {
-  return parse_entry(require_model_kind(ck, "seq2seq"), "model", seq2seq_options_from_json);
-}
-
-Seq2SeqTaskOptions seq2seq_task_options_from(const Checkpoint& ck) {
-  return parse_entry(require_model_kind(ck, "seq2seq"), "task", seq2seq_task_options_from_json);
 }
 
 }  // namespace ag

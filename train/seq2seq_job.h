@@ -53,10 +53,6 @@ class Seq2SeqJob : public TrainingJob {
   // eval_sequences in [1, TrainerLimits::eval_sequences] (std::invalid_argument naming them).
   Seq2SeqJob(Seq2Seq& model, const Seq2SeqTaskOptions& task, int64_t eval_sequences = 512);
 
-  std::string kind() const override { return "seq2seq"; }
-  Module& model() override { return model_; }
-  int64_t batch_rows() const override { return task_.options().batch_size; }
-  int64_t vocab() const override { return task_.vocab_size(); }
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
   std::map<std::string, std::string> metadata() const override;
@@ -83,11 +79,6 @@ class Seq2SeqJob : public TrainingJob {
   std::vector<Seq2SeqBatch> held_out_;
   Seq2SeqMetrics last_;
 };
-
-// The model and task of an encoder-decoder's checkpoint: std::runtime_error naming the file
-// when it holds another kind of model or an entry is missing or invalid.
-Seq2SeqOptions seq2seq_options_from(const Checkpoint& checkpoint);
-Seq2SeqTaskOptions seq2seq_task_options_from(const Checkpoint& checkpoint);
 
 // The target content of row `row` of a batch: tgt_out up to (not including) its eos.
 std::vector<int64_t> target_of(const Seq2SeqBatch& batch, int64_t row);

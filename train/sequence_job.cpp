@@ -1,7 +1,6 @@
 #include "attograd/train/sequence_job.h"
 
 #include <algorithm>
-#include <sstream>
 #include <stdexcept>
 
 #include "attograd/autograd/grad_mode.h"
@@ -41,7 +40,8 @@ Indices row_range(const Indices& x, int64_t begin, int64_t rows) {
 }  // namespace
 
 SequenceJob::SequenceJob(SequenceModel& model, const SequenceTaskOptions& task, int64_t eval_sequences)
-    : model_(model),
+    : TrainingJob("sequence", model, task.batch_size, task.vocab_size),
+      model_(model),
       task_(task),
       eval_task_(with_batch(task, std::min(checked_eval_sequences(eval_sequences), kEvalBatch))),
       eval_sequences_(eval_sequences) {
@@ -88,18 +88,7 @@ Evaluation SequenceJob::evaluate(const Ranks& ranks) {
              .sequences = static_cast<int64_t>(v[3]), .correct_sequences = static_cast<int64_t>(v[4])};
   }
   last_ = total;
-  Evaluation e;
-  e.loss = total.loss();
-  e.token_acc = total.token_accuracy();
-  e.seq_acc = total.sequence_accuracy();
-  std::ostringstream line;
-  line.setf(std::ios::fixed);
-  line.precision(4);
-  line << "held-out loss " << e.loss;
-  line.precision(1);
-  line << ", token acc " << 100 * e.token_acc << "%, sequence acc " << 100 * e.seq_acc << "%";
-  e.summary = line.str();
-  return e;
+  return accuracy_evaluation(total.loss(), total.token_accuracy(), total.sequence_accuracy(), "", "sequence acc", "");
 }
 
 Indices SequenceJob::predict(const Indices& inputs) {
@@ -111,14 +100,6 @@ Indices SequenceJob::predict(const Indices& inputs) {
 std::map<std::string, std::string> SequenceJob::metadata() const {
   return {{"model", sequence_model_options_to_json(model_.options())},
           {"task", sequence_task_options_to_json(task_.options())}};
-}
-
-SequenceModelOptions sequence_model_options_from(const Checkpoint& ck) {
-  return parse_entry(require_model_kind(ck, "sequence"), "model", sequence_model_options_from_json);
-}
-
-SequenceTaskOptions sequence_task_options_from(const Checkpoint& ck) {
-  return parse_entry(require_model_kind(ck, "sequence"), "task", sequence_task_options_from_json);
 }
 
 }  // namespace ag

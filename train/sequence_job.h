@@ -33,10 +33,6 @@ class SequenceJob : public TrainingJob {
   // eval_sequences lie in [1, TrainerLimits::eval_sequences]: std::invalid_argument otherwise.
   SequenceJob(SequenceModel& model, const SequenceTaskOptions& task, int64_t eval_sequences = 512);
 
-  std::string kind() const override { return "sequence"; }
-  Module& model() override { return model_; }
-  int64_t batch_rows() const override { return task_.options().batch_size; }
-  int64_t vocab() const override { return task_.options().vocab_size; }
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
   std::map<std::string, std::string> metadata() const override;
@@ -56,10 +52,5 @@ class SequenceJob : public TrainingJob {
   int64_t eval_rows_ = 1;   // held-out rows per forward pass
   SequenceMetrics last_;
 };
-
-// The model and task of a toy tagger's checkpoint: std::runtime_error naming the file when it
-// holds another kind of model or an entry is missing or invalid.
-SequenceModelOptions sequence_model_options_from(const Checkpoint& checkpoint);
-SequenceTaskOptions sequence_task_options_from(const Checkpoint& checkpoint);
 
 }  // namespace ag

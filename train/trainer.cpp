@@ -1,6 +1,7 @@
 #include "attograd/train/trainer.h"
 
 #include <chrono>
+#include <iomanip>
 #include <cmath>
 #include <optional>
 #include <sstream>
@@ -53,6 +54,14 @@ std::string written_by(const std::string& kind) {
 }
 
 }  // namespace
+
+Evaluation accuracy_evaluation(double loss, double token_acc, double seq_acc, const std::string& token_note,
+                               const std::string& seq_name, const std::string& tail) {
+  std::ostringstream line;
+  line << std::fixed << std::setprecision(4) << "held-out loss " << loss << std::setprecision(1) << ", token acc "
+       << 100 * token_acc << "%" << token_note << ", " << seq_name << " " << 100 * seq_acc << "%" << tail;
+  return {.loss = loss, .token_acc = token_acc, .seq_acc = seq_acc, .summary = line.str(), .details = {}};
+}
 
 Shard Ranks::part(int64_t rows) const {
   const int64_t r = rank(), n = size();

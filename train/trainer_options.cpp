@@ -14,19 +14,12 @@ LrScheduleOptions schedule_options(const TrainerOptions& o) {
   return {.lr = o.lr, .min_lr = o.min_lr, .warmup_steps = o.warmup_steps, .total_steps = o.steps, .decay = o.schedule};
 }
 
-const char* optimizer_kind_name(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::sgd: return "sgd";
-    case OptimizerKind::adam: return "adam";
-    case OptimizerKind::adamw: return "adamw";
-  }
-  return "?";
-}
+constexpr Named<OptimizerKind> kOptimizerNames[] = {
+    {OptimizerKind::sgd, "sgd"}, {OptimizerKind::adam, "adam"}, {OptimizerKind::adamw, "adamw"}};
 
-OptimizerKind parse_optimizer_kind(const std::string& name) {
-  return parse_choice(name, {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw}, optimizer_kind_name,
-                      "optimizer");
-}
+const char* optimizer_kind_name(OptimizerKind kind) { return name_of(kOptimizerNames, kind); }
+
+OptimizerKind parse_optimizer_kind(const std::string& name) { return named(kOptimizerNames, name, "optimizer"); }
 
 void validate(const TrainerOptions& o) {
   const auto fail = [](const std::string& what) { throw std::invalid_argument("Trainer: " + what); };
@@ -67,38 +60,19 @@ void validate(const TrainerOptions& o) {
   LrSchedule check(schedule_options(o));  // the schedule's own checks
 }
 
-std::string trainer_options_to_json(const TrainerOptions& o) {
-  return OrderedJson({{"optimizer", optimizer_kind_name(o.optimizer)},
-                      {"lr", o.lr},
-                      {"min_lr", o.min_lr},
-                      {"weight_decay", o.weight_decay},
-                      {"momentum", o.momentum},
-                      {"warmup_steps", o.warmup_steps},
-                      {"schedule", lr_decay_name(o.schedule)},
-                      {"steps", o.steps},
-                      {"clip_norm", o.clip_norm}})
-      .dump();
-}
+// The options that shape the trajectory, in the order checkpoints list them (json_text.h).
+constexpr auto kTrainerFields = [](auto& o, auto&& field) {
+  field("optimizer", o.optimizer, optimizer_kind_name, parse_optimizer_kind);
+  field("lr", o.lr), field("min_lr", o.min_lr), field("weight_decay", o.weight_decay), field("momentum", o.momentum);
+  field("warmup_steps", o.warmup_steps), field("schedule", o.schedule, lr_decay_name, parse_lr_decay);
+  field("steps", o.steps), field("clip_norm", o.clip_norm);
+};
+
+std::string trainer_options_to_json(const TrainerOptions& o) { return fields_to_json(o, kTrainerFields).dump(); }
 
 TrainerOptions trainer_options_from_json(const std::string& text, const TrainerOptions& base) {
   const std::string op = "trainer_options_from_json: ";
-  const Json j = parse_options_object(text,
-                                      {"optimizer", "lr", "min_lr", "weight_decay", "momentum", "warmup_steps",
-                                       "schedule", "steps", "clip_norm"},
-                                      op);
-  const OptionFields f{j, op, text};
-  TrainerOptions o = base;
-  o.optimizer = parse_optimizer_kind(f.string("optimizer"));
-  o.lr = f.number("lr");
-  o.min_lr = f.number("min_lr");
-  o.weight_decay = f.number("weight_decay");
-  o.momentum = f.number("momentum");
-  o.warmup_steps = f.integer("warmup_steps");
-  o.schedule = parse_lr_decay(f.string("schedule"));
-  o.steps = f.integer("steps");
-  o.clip_norm = f.number("clip_norm");
-  validate(o);
-  return o;
+  return validated(fields_from_json(text, kTrainerFields, op, base), op);
 }
 
 }  // namespace ag

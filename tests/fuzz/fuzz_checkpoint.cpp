@@ -25,6 +25,8 @@
 #include <string>
 #include <string_view>
 
+#include "attograd/train/io/checkpoint_metadata.h"
+#include "attograd/train/io/model_options.h"
 #include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 #include "fuzz_support.h"
@@ -60,8 +62,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ag::fuzz::write_scratch(path, std::string_view(reinterpret_cast<const char*>(data), size));
   try {
     const ag::Checkpoint ck = ag::Checkpoint::open(path);
-    const ag::SequenceModelOptions model_options = ag::sequence_model_options_from(ck);
-    const ag::SequenceTaskOptions task = ag::sequence_task_options_from(ck);
+    ag::require_model_kind(ck, "sequence");
+    const auto model_options = ag::parse_entry(ck, "model", ag::sequence_model_options_from_json);
+    const auto task = ag::parse_entry(ck, "task", ag::sequence_task_options_from_json);
     const ag::TrainerOptions options = ag::resumed_trainer_options(ck, {});
     const int64_t step = ag::checkpoint_step(ck);
     if (too_large_to_build(model_options, size)) return -1;

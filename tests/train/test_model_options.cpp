@@ -1,5 +1,9 @@
-// A SequenceModel's options through the JSON a checkpoint stores, and bad JSON refused.
+// The options of models, tasks and the loop through the JSON a checkpoint stores (one field
+// list per struct, read both ways), and bad JSON refused; the enums' names both ways.
+#include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/io/model_options.h"
+#include "attograd/train/io/safetensors.h"
+#include "attograd/train/trainer.h"
 #include "support.h"
 
 namespace ag::testing {
@@ -25,6 +29,96 @@ BOOST_AUTO_TEST_CASE(options_round_trip_through_json) {
   std::string bad_heads = json;
   bad_heads.replace(bad_heads.find("\"n_head\":3"), 10, "\"n_head\":5");
   AG_CHECK_THROWS_WITH(sequence_model_options_from_json(bad_heads), std::invalid_argument, "n_head 5", "d_model 24");
+}
+
+// The text is what checkpoints written so far hold, byte for byte: the key order, the number
+// forms, tgt_vocab resolved, a seed past int64 as a decimal string.
+BOOST_AUTO_TEST_CASE(the_stored_text_of_every_options_struct_is_pinned) {
+  BOOST_TEST(sequence_model_options_to_json({.vocab = 11, .max_len = 9, .d_model = 24, .n_head = 3, .d_ff = 40,
+                                             .n_layers = 3, .norm_first = false, .dropout = 0.125,
+                                             .positional = PositionalKind::sinusoidal}) ==
+             R"({"vocab":11,"max_len":9,"d_model":24,"n_head":3,"d_ff":40,"n_layers":3,"norm_first":false,)"
+             R"("dropout":0.125,"positional":"sinusoidal"})");
+  BOOST_TEST(gpt_options_to_json({.vocab = 65, .block_size = 32, .d_model = 48, .n_head = 4, .n_layers = 2,
+                                  .dropout = 0.0, .bias = true}) ==
+             R"({"vocab":65,"block_size":32,"d_model":48,"n_head":4,"n_layers":2,"dropout":0.0,"bias":true})");
+  Seq2SeqOptions s2s{.src_vocab = 13, .tgt_vocab = 0, .max_len = 10, .d_model = 32, .n_head = 4, .d_ff = 64,
+                     .n_encoder_layers = 2, .n_decoder_layers = 1, .dropout = 0.1};
+  BOOST_TEST(seq2seq_options_to_json(s2s) ==
+             R"({"src_vocab":13,"tgt_vocab":13,"max_len":10,"d_model":32,"n_head":4,"d_ff":64,"n_encoder_layers":2,)"
+             R"("n_decoder_layers":1,"dropout":0.1,"norm_first":false,"activation":"relu","positional":"sinusoidal",)"
+             R"("share_embeddings":false,"tie_head":false,"scale_embeddings":true})");
+  BOOST_TEST(seq2seq_options_from_json(seq2seq_options_to_json(s2s)).tgt_vocab == 13);
+  const SequenceTaskOptions task{.kind = SequenceTaskKind::shift, .vocab_size = 8, .seq_len = 6, .batch_size = 4,
+                                 .shift = 2, .seed = 18446744073709551615ull, .eval_seed = 7};
+  BOOST_TEST(sequence_task_options_to_json(task) ==
+             R"({"task":"shift","vocab_size":8,"seq_len":6,"batch_size":4,"shift":2,"seed":"18446744073709551615",)"
+             R"("eval_seed":7})");
+  BOOST_TEST(sequence_task_options_from_json(sequence_task_options_to_json(task)).seed == 18446744073709551615ull);
+  BOOST_TEST(seq2seq_task_options_to_json({.kind = Seq2SeqTaskKind::sort_var, .symbols = 5, .min_len = 1, .max_len = 4,
+                                           .batch_size = 8, .seed = 3, .eval_seed = 4}) ==
+             R"({"task":"sort-var","symbols":5,"min_len":1,"max_len":4,"batch_size":8,"seed":3,"eval_seed":4})");
+  BOOST_TEST(trainer_options_to_json({.optimizer = OptimizerKind::adamw, .lr = 0.002, .min_lr = 0.0002,
+                                      .weight_decay = 0.1, .momentum = 0.9, .warmup_steps = 30,
+                                      .schedule = LrDecay::linear, .steps = 300, .clip_norm = 1.0}) ==
+             R"({"optimizer":"adamw","lr":0.002,"min_lr":0.0002,"weight_decay":0.1,"momentum":0.9,"warmup_steps":30,)"
+             R"("schedule":"linear","steps":300,"clip_norm":1.0})");
+  BOOST_TEST(loop_state_to_json({.step = 20, .window_loss_sum = 1.5, .window_steps = 3, .elapsed_s = 2.25,
+                                 .first_loss = 2.75}) ==
+             R"({"step":20,"window_loss_sum":1.5,"window_steps":3,"elapsed_s":2.25,"first_loss":2.75})");
+}
+
+BOOST_AUTO_TEST_CASE(every_field_is_required_with_its_type_and_named_when_wrong) {
+  const std::string task = seq2seq_task_options_to_json({.kind = Seq2SeqTaskKind::dedup, .symbols = 5});
+  std::string no_seed = task;
+  no_seed.erase(no_seed.find(",\"seed\""), no_seed.find(",\"eval_seed\"") - no_seed.find(",\"seed\""));
+  AG_CHECK_THROWS_WITH(seq2seq_task_options_from_json(no_seed), std::invalid_argument,
+                       "seq2seq_task_options_from_json: ", "missing \"seed\"");
+  std::string text_len = task;
+  text_len.replace(text_len.find("\"min_len\":1"), 11, "\"min_len\":\"1\"");
+  AG_CHECK_THROWS_WITH(seq2seq_task_options_from_json(text_len), std::invalid_argument,
+                       "seq2seq_task_options_from_json: ", "\"min_len\" must be an integer", "\"1\"");
+  std::string bad_kind = task;
+  bad_kind.replace(bad_kind.find("dedup"), 5, "dedupe");
+  AG_CHECK_THROWS_WITH(seq2seq_task_options_from_json(bad_kind), std::invalid_argument,
+                       "seq2seq_task_options_from_json: unknown seq2seq task 'dedupe'", "sort-var or dedup");
+  AG_CHECK_THROWS_WITH(trainer_options_from_json(R"({"optimizer":"adam","lr":true})"), std::invalid_argument,
+                       "trainer_options_from_json: ", "\"lr\" must be a number, got true");
+  AG_CHECK_THROWS_WITH(loop_state_from_json(R"({"step":1,"window_loss_sum":0,"window_steps":1,"elapsed_s":0})"),
+                       std::invalid_argument, "missing \"first_loss\"");
+  // What the struct's own validate() refuses is named with the parser in front.
+  AG_CHECK_THROWS_WITH(sequence_task_options_from_json(sequence_task_options_to_json({.vocab_size = 1})),
+                       std::invalid_argument, "sequence_task_options_from_json: task reverse: vocab_size must lie in");
+}
+
+// Every value of every enum a checkpoint or a flag names reads back from its name; a name that
+// is not one lists the choices.
+BOOST_AUTO_TEST_CASE(every_enum_name_reads_back_as_its_value) {
+  const auto round_trips = [](auto values, auto name_of_value, auto parse) {
+    for (const auto v : values) {
+      const std::string name = name_of_value(v);
+      BOOST_TEST(name != "?");
+      BOOST_TEST((parse(name) == v), name);
+    }
+  };
+  using O = OptimizerKind;
+  round_trips(std::vector{O::sgd, O::adam, O::adamw}, optimizer_kind_name, parse_optimizer_kind);
+  round_trips(std::vector{LrDecay::constant, LrDecay::cosine, LrDecay::linear}, lr_decay_name, parse_lr_decay);
+  using S = SequenceTaskKind;
+  round_trips(std::vector{S::copy, S::reverse, S::sort, S::shift}, sequence_task_name, parse_sequence_task_kind);
+  using T = Seq2SeqTaskKind;
+  round_trips(std::vector{T::addition, T::reverse_var, T::sort_var, T::dedup}, seq2seq_task_name,
+              parse_seq2seq_task_kind);
+  round_trips(std::vector{PositionalKind::learned, PositionalKind::sinusoidal}, positional_kind_name,
+              parse_positional_kind);
+  round_trips(std::vector{Activation::relu, Activation::gelu}, activation_name, parse_activation);
+  const std::vector<std::string> dtypes{"F32", "F64", "I64"};
+  for (const auto d : {SafetensorsDType::F32, SafetensorsDType::F64, SafetensorsDType::I64}) {
+    BOOST_TEST(safetensors_dtype_name(d) == dtypes[static_cast<size_t>(d)]);
+  }
+  AG_CHECK_THROWS_WITH(parse_optimizer_kind("adam_w"), std::invalid_argument,
+                       "unknown optimizer 'adam_w' (choose sgd, adam or adamw)");
+  AG_CHECK_THROWS_WITH(parse_lr_decay(""), std::invalid_argument, "(choose constant, cosine or linear)");
 }
 
 }  // namespace

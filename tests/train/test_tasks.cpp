@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "attograd/train/data/sequence_tasks.h"
+#include "attograd/train/io/model_options.h"
 #include "support.h"
 
 namespace ag::testing {

@@ -5,7 +5,9 @@
 #include <sstream>
 
 #include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/report/metrics_log.h"
+#include "attograd/train/io/model_options.h"
 #include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
@@ -196,10 +198,10 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_round_trip_gives_identical_outputs_and_state) 
   const Checkpoint ck = Checkpoint::open(path);
   BOOST_TEST(checkpoint_step(ck) == 7);
   BOOST_TEST(checkpoint_model_kind(ck.info()) == "sequence");
-  const SequenceModelOptions saved_model = sequence_model_options_from(ck);
+  const SequenceModelOptions saved_model = parse_entry(ck, "model", sequence_model_options_from_json);
   BOOST_TEST(saved_model.d_model == 16);
   BOOST_TEST(saved_model.dropout == 0.1);
-  BOOST_TEST(sequence_task_options_to_json(sequence_task_options_from(ck)) == sequence_task_options_to_json(task));
+  BOOST_TEST(sequence_task_options_to_json(parse_entry(ck, "task", sequence_task_options_from_json)) == sequence_task_options_to_json(task));
   BOOST_TEST(trainer_options_to_json(resumed_trainer_options(ck, {})) == trainer_options_to_json(tiny_trainer(20)));
   const CheckpointInfo& info = ck.info();
   BOOST_TEST(info.data_position == 7u);
@@ -260,7 +262,7 @@ BOOST_AUTO_TEST_CASE(resume_rejects_a_checkpoint_of_another_run_and_changes_noth
   const std::string bare = dir.file("bare.safetensors");
   save_checkpoint(bare, same.named_parameters(), {}, default_generator().state(), 0);
   AG_CHECK_THROWS_WITH(t_lr.resume(bare), std::runtime_error, bare, "no model kind");
-  AG_CHECK_THROWS_WITH(sequence_model_options_from(Checkpoint::open(bare)), std::runtime_error, bare, "no model kind");
+  AG_CHECK_THROWS_WITH(require_model_kind(Checkpoint::open(bare), "sequence"), std::runtime_error, bare, "no model kind");
   AG_CHECK_THROWS_WITH(t_lr.resume(dir.file("absent.safetensors")), std::runtime_error, "absent.safetensors");
 }
 

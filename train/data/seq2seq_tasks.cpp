@@ -9,7 +9,6 @@
 #include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
 #include "attograd/core/rng.h"
-#include "attograd/train/io/json_text.h"
 
 namespace ag {
 
@@ -50,36 +49,29 @@ int64_t draw_number(Draws& d, int64_t digits) {
   return n;
 }
 
+using Kind = Seq2SeqTaskKind;
+constexpr Named<Kind> kSeq2SeqTaskNames[] = {
+    {Kind::addition, "addition"}, {Kind::reverse_var, "reverse-var"}, {Kind::sort_var, "sort-var"}, {Kind::dedup, "dedup"}};
+
 }  // namespace
 
-const char* seq2seq_task_name(Seq2SeqTaskKind kind) {
-  switch (kind) {
-    case Seq2SeqTaskKind::addition: return "addition";
-    case Seq2SeqTaskKind::reverse_var: return "reverse-var";
-    case Seq2SeqTaskKind::sort_var: return "sort-var";
-    case Seq2SeqTaskKind::dedup: return "dedup";
-  }
-  return "?";
-}
+const char* seq2seq_task_name(Seq2SeqTaskKind kind) { return name_of(kSeq2SeqTaskNames, kind); }
 
 Seq2SeqTaskKind parse_seq2seq_task_kind(const std::string& name) {
-  using K = Seq2SeqTaskKind;
-  return parse_choice(name, {K::addition, K::reverse_var, K::sort_var, K::dedup}, seq2seq_task_name, "seq2seq task");
+  return named(kSeq2SeqTaskNames, name, "seq2seq task");
 }
 
-Seq2SeqTask::Seq2SeqTask(const Seq2SeqTaskOptions& options) : options_(options) {
-  const Seq2SeqTaskOptions& o = options;
+void validate(const Seq2SeqTaskOptions& o) {
   const std::string task = std::string("task ") + seq2seq_task_name(o.kind) + ": ";
-  const auto in_range = [&](const char* key, int64_t v, int64_t low, int64_t high) {
-    check_in_range(task, key, v, low, high);
-  };
   using L = Seq2SeqTaskLimits;
   const int64_t longest = o.kind == Seq2SeqTaskKind::addition ? L::addition_digits : L::max_len;
-  in_range("min_len", o.min_len, 1, longest);
-  in_range("max_len", o.max_len, o.min_len, longest);
-  in_range("batch_size", o.batch_size, 1, L::batch_size);
-  if (o.kind != Seq2SeqTaskKind::addition) in_range("symbols", o.symbols, 1, L::symbols);
+  check_in_range(task, "min_len", o.min_len, 1, longest);
+  check_in_range(task, "max_len", o.max_len, o.min_len, longest);
+  check_in_range(task, "batch_size", o.batch_size, 1, L::batch_size);
+  if (o.kind != Seq2SeqTaskKind::addition) check_in_range(task, "symbols", o.symbols, 1, L::symbols);
 }
+
+Seq2SeqTask::Seq2SeqTask(const Seq2SeqTaskOptions& options) : options_(options) { validate(options); }
 
 int64_t Seq2SeqTask::vocab_size() const {
   return options_.kind == Seq2SeqTaskKind::addition ? kPlusToken + 1 : kFirstContentToken + options_.symbols;
@@ -167,48 +159,6 @@ Seq2SeqBatch Seq2SeqTask::make_batch(uint64_t seed, uint64_t index, uint64_t dom
 Seq2SeqBatch Seq2SeqTask::train_batch(uint64_t index) const { return make_batch(options_.seed, index, kTrainDomain); }
 
 Seq2SeqBatch Seq2SeqTask::eval_batch(uint64_t index) const { return make_batch(options_.eval_seed, index, kEvalDomain); }
-
-std::string seq2seq_task_options_to_json(const Seq2SeqTaskOptions& o) {
-  const OrderedJson j = {
-      {"task", seq2seq_task_name(o.kind)}, {"symbols", o.symbols},     {"min_len", o.min_len},
-      {"max_len", o.max_len},              {"batch_size", o.batch_size}, {"seed", seed_json(o.seed)},
-      {"eval_seed", seed_json(o.eval_seed)},
-  };
-  return j.dump();
-}
-
-Seq2SeqTaskOptions seq2seq_task_options_from_json(const std::string& text) {
-  const std::string op = "seq2seq_task_options_from_json: ";
-  const Json j = parse_options_object(text, {"task", "symbols", "min_len", "max_len", "batch_size", "seed", "eval_seed"}, op);
-  const auto field = [&](const char* key) -> const Json& {
-    const auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(op + "missing \"" + key + "\" in " + text);
-    return *it;
-  };
-  const auto integer = [&](const char* key) {
-    const Json& v = field(key);
-    const std::optional<int64_t> i = json_int64(v);
-    if (!i) throw std::invalid_argument(op + "\"" + key + "\" must be an integer, got " + v.dump());
-    return *i;
-  };
-  const Json& task = field("task");
-  if (!task.is_string()) throw std::invalid_argument(op + "\"task\" must be a string, got " + task.dump());
-  Seq2SeqTaskOptions o;
-  try {
-    o.kind = parse_seq2seq_task_kind(task.get<std::string>());
-    o.symbols = integer("symbols");
-    o.min_len = integer("min_len");
-    o.max_len = integer("max_len");
-    o.batch_size = integer("batch_size");
-    o.seed = seed_from_json(field("seed"), op, "seed");
-    o.eval_seed = seed_from_json(field("eval_seed"), op, "eval_seed");
-    Seq2SeqTask check(o);  // the same validation as a task built directly
-  } catch (const std::invalid_argument& e) {
-    const std::string what = e.what();
-    throw std::invalid_argument(what.rfind(op, 0) == 0 ? what : op + what);
-  }
-  return o;
-}
 
 Seq2SeqBatch pad_batch(const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>& examples) {
   if (examples.empty()) throw std::invalid_argument("pad_batch: no examples");

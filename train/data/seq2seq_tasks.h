@@ -73,10 +73,12 @@ struct Seq2SeqBatch {
   std::vector<int64_t> tgt_lengths;
 };
 
+// std::invalid_argument naming the option and its value.
+void validate(const Seq2SeqTaskOptions& options);
+
 class Seq2SeqTask {
  public:
-  // std::invalid_argument naming the option and its value.
-  explicit Seq2SeqTask(const Seq2SeqTaskOptions& options);
+  explicit Seq2SeqTask(const Seq2SeqTaskOptions& options);  // validates them
 
   Seq2SeqBatch train_batch(uint64_t index) const;
   Seq2SeqBatch eval_batch(uint64_t index) const;
@@ -98,11 +100,6 @@ class Seq2SeqTask {
   Seq2SeqBatch make_batch(uint64_t seed, uint64_t index, uint64_t domain) const;
   Seq2SeqTaskOptions options_;
 };
-
-// The options as a JSON object (for checkpoint metadata) and back. Parsing checks every field
-// and validates like Seq2SeqTask; std::invalid_argument says what is wrong.
-std::string seq2seq_task_options_to_json(const Seq2SeqTaskOptions& options);
-Seq2SeqTaskOptions seq2seq_task_options_from_json(const std::string& json);
 
 // Pads (source, target content) pairs into a batch as described above.
 Seq2SeqBatch pad_batch(const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>& examples);

@@ -9,7 +9,6 @@
 #include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
 #include "attograd/core/rng.h"
-#include "attograd/train/io/json_text.h"
 
 namespace ag {
 
@@ -35,38 +34,29 @@ void check_logits(const Tensor& logits, const char* op) {
   }
 }
 
+using Kind = SequenceTaskKind;
+constexpr Named<Kind> kSequenceTaskNames[] = {
+    {Kind::copy, "copy"}, {Kind::reverse, "reverse"}, {Kind::sort, "sort"}, {Kind::shift, "shift"}};
+
 }  // namespace
 
-const char* sequence_task_name(SequenceTaskKind kind) {
-  switch (kind) {
-    case SequenceTaskKind::copy: return "copy";
-    case SequenceTaskKind::reverse: return "reverse";
-    case SequenceTaskKind::sort: return "sort";
-    case SequenceTaskKind::shift: return "shift";
-  }
-  return "?";
-}
+const char* sequence_task_name(SequenceTaskKind kind) { return name_of(kSequenceTaskNames, kind); }
 
-SequenceTaskKind parse_sequence_task_kind(const std::string& name) {
-  using K = SequenceTaskKind;
-  return parse_choice(name, {K::copy, K::reverse, K::sort, K::shift}, sequence_task_name, "task");
-}
+SequenceTaskKind parse_sequence_task_kind(const std::string& name) { return named(kSequenceTaskNames, name, "task"); }
 
-SequenceTask::SequenceTask(const SequenceTaskOptions& options) : options_(options) {
-  const SequenceTaskOptions& o = options;
+void validate(const SequenceTaskOptions& o) {
   const std::string task = std::string("task ") + sequence_task_name(o.kind) + ": ";
-  const auto in_range = [&](const char* key, int64_t v, int64_t low, int64_t high) {
-    check_in_range(task, key, v, low, high);
-  };
-  in_range("vocab_size", o.vocab_size, 2, SequenceTaskLimits::vocab_size);
-  in_range("seq_len", o.seq_len, 1, SequenceTaskLimits::seq_len);
-  in_range("batch_size", o.batch_size, 1, SequenceTaskLimits::batch_size);
+  check_in_range(task, "vocab_size", o.vocab_size, 2, SequenceTaskLimits::vocab_size);
+  check_in_range(task, "seq_len", o.seq_len, 1, SequenceTaskLimits::seq_len);
+  check_in_range(task, "batch_size", o.batch_size, 1, SequenceTaskLimits::batch_size);
   if (o.kind == SequenceTaskKind::shift && (o.shift < 1 || o.shift >= o.seq_len)) {
     throw std::invalid_argument(task + "shift " + std::to_string(o.shift) + " is out of range [1, " +
                                 std::to_string(o.seq_len) + ") for seq_len " + std::to_string(o.seq_len) +
                                 " (a rotation by 0 is the copy task)");
   }
 }
+
+SequenceTask::SequenceTask(const SequenceTaskOptions& options) : options_(options) { validate(options); }
 
 std::vector<int64_t> SequenceTask::transform(std::span<const int64_t> input) const {
   const int64_t n = options_.seq_len;
@@ -114,49 +104,6 @@ SequenceBatch SequenceTask::make_batch(uint64_t seed, uint64_t index, uint64_t d
 SequenceBatch SequenceTask::train_batch(uint64_t index) const { return make_batch(options_.seed, index, kTrainDomain); }
 
 SequenceBatch SequenceTask::eval_batch(uint64_t index) const { return make_batch(options_.eval_seed, index, kEvalDomain); }
-
-std::string sequence_task_options_to_json(const SequenceTaskOptions& o) {
-  const OrderedJson j = {
-      {"task", sequence_task_name(o.kind)},
-      {"vocab_size", o.vocab_size},
-      {"seq_len", o.seq_len},
-      {"batch_size", o.batch_size},
-      {"shift", o.shift},
-      {"seed", seed_json(o.seed)},
-      {"eval_seed", seed_json(o.eval_seed)},
-  };
-  return j.dump();
-}
-
-SequenceTaskOptions sequence_task_options_from_json(const std::string& text) {
-  const Json j = parse_options_object(
-      text, {"task", "vocab_size", "seq_len", "batch_size", "shift", "seed", "eval_seed"}, "sequence_task_options_from_json: ");
-  const auto field = [&](const char* key) -> const Json& {
-    const auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(std::string("sequence_task_options_from_json: missing \"") + key + "\" in " + text);
-    return *it;
-  };
-  const auto integer = [&](const char* key) {
-    const Json& v = field(key);
-    const std::optional<int64_t> i = json_int64(v);
-    if (!i) {
-      throw std::invalid_argument(std::string("sequence_task_options_from_json: \"") + key + "\" must be an integer, got " + v.dump());
-    }
-    return *i;
-  };
-  const Json& task = field("task");
-  if (!task.is_string()) throw std::invalid_argument("sequence_task_options_from_json: \"task\" must be a string, got " + task.dump());
-  SequenceTaskOptions o;
-  o.kind = parse_sequence_task_kind(task.get<std::string>());
-  o.vocab_size = integer("vocab_size");
-  o.seq_len = integer("seq_len");
-  o.batch_size = integer("batch_size");
-  o.shift = integer("shift");
-  o.seed = seed_from_json(field("seed"), "sequence_task_options_from_json: ", "seed");
-  o.eval_seed = seed_from_json(field("eval_seed"), "sequence_task_options_from_json: ", "eval_seed");
-  SequenceTask check(o);  // same validation as a task built directly
-  return o;
-}
 
 double SequenceMetrics::loss() const { return tokens == 0 ? 0.0 : loss_sum / static_cast<double>(tokens); }
 

@@ -56,11 +56,13 @@ struct SequenceBatch {
   Indices targets;
 };
 
+// Throws std::invalid_argument naming the option and its value (vocab_size < 2, seq_len < 1,
+// batch_size < 1, shift outside [1, seq_len)).
+void validate(const SequenceTaskOptions& options);
+
 class SequenceTask {
  public:
-  // Throws std::invalid_argument naming the option and its value (vocab_size < 2, seq_len < 1,
-  // batch_size < 1, shift outside [1, seq_len)).
-  explicit SequenceTask(const SequenceTaskOptions& options);
+  explicit SequenceTask(const SequenceTaskOptions& options);  // validates them
 
   // Training batch number `index` (the trainer's data position).
   SequenceBatch train_batch(uint64_t index) const;
@@ -75,11 +77,6 @@ class SequenceTask {
   SequenceBatch make_batch(uint64_t seed, uint64_t index, uint64_t domain) const;
   SequenceTaskOptions options_;
 };
-
-// The options as a JSON object (for checkpoint metadata) and back. Parsing checks every field
-// and validates like SequenceTask; std::invalid_argument says what is wrong.
-std::string sequence_task_options_to_json(const SequenceTaskOptions& options);
-SequenceTaskOptions sequence_task_options_from_json(const std::string& json);
 
 // Evaluation counts that add up over batches; the rates are taken at the end.
 struct SequenceMetrics {

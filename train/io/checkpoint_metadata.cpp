@@ -8,26 +8,15 @@
 
 namespace ag {
 
-std::string loop_state_to_json(const LoopState& s) {
-  return OrderedJson({{"step", s.step},
-                      {"window_loss_sum", s.window_loss_sum},
-                      {"window_steps", s.window_steps},
-                      {"elapsed_s", s.elapsed_s},
-                      {"first_loss", s.first_loss}})
-      .dump();
-}
+constexpr auto kLoopFields = [](auto& s, auto&& field) {
+  field("step", s.step), field("window_loss_sum", s.window_loss_sum), field("window_steps", s.window_steps);
+  field("elapsed_s", s.elapsed_s), field("first_loss", s.first_loss);
+};
+
+std::string loop_state_to_json(const LoopState& s) { return fields_to_json(s, kLoopFields).dump(); }
 
 LoopState loop_state_from_json(const std::string& text) {
-  // first_loss is absent from checkpoints written before it was saved.
-  const Json j = parse_options_object(text, {"step", "window_loss_sum", "window_steps", "elapsed_s", "first_loss"}, "");
-  const std::string op;
-  const OptionFields f{j, op, text};
-  LoopState s;
-  s.step = f.integer("step");
-  s.window_loss_sum = f.number("window_loss_sum");
-  s.window_steps = f.integer("window_steps");
-  s.elapsed_s = f.number("elapsed_s");
-  if (j.contains("first_loss")) s.first_loss = f.number("first_loss");
+  const LoopState s = fields_from_json(text, kLoopFields, "", LoopState{});
   if (!(s.first_loss >= 0 && std::isfinite(s.first_loss))) {
     throw std::invalid_argument("first_loss " + format_number(s.first_loss) + " is not a finite loss");
   }

@@ -96,7 +96,7 @@ const char* json_type_name(const Json& value) {
   return "?";
 }
 
-Json parse_options_object(const std::string& text, std::initializer_list<std::string_view> known,
+Json parse_options_object(const std::string& text, const std::vector<std::string_view>& known,
                           const std::string& op) {
   Json j;
   try {
@@ -119,6 +119,7 @@ OrderedJson seed_json(uint64_t seed) {
 }
 
 uint64_t seed_from_json(const Json& j, const std::string& op, const char* key) {
+  if (j.is_number_unsigned()) return j.get<uint64_t>();  // a full uint64 written as a number
   if (const auto v = json_int64(j); v && *v >= 0) return static_cast<uint64_t>(*v);
   if (j.is_string()) {
     const std::string& s = j.get_ref<const std::string&>();

@@ -23,6 +23,9 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -53,7 +56,7 @@ const char* json_type_name(const Json& value);
 // Parses an options document: `text` must be a JSON object whose keys are all in `known`.
 // Every failure (malformed text, not an object, an unknown key) is std::invalid_argument
 // starting with `op`, e.g. "trainer_options_from_json: unknown field \"lr_max\"".
-Json parse_options_object(const std::string& text, std::initializer_list<std::string_view> known,
+Json parse_options_object(const std::string& text, const std::vector<std::string_view>& known,
                           const std::string& op);
 
 // The typed fields of one parsed options object, each error (std::invalid_argument) naming the
@@ -91,25 +94,82 @@ struct OptionFields {
   std::string string(const char* key) const {
     return typed(key, [](const Json& v) { return v.is_string(); }, "a string").get<std::string>();
   }
-  uint64_t unsigned_integer(const char* key) const {
-    return typed(key, [](const Json& v) { return v.is_number_unsigned(); }, "an unsigned integer").get<uint64_t>();
-  }
 };
-
-// Validates options parsed by `op` with their own validate(), prefixing its message with `op`.
-template <typename Options>
-Options validated(Options o, const std::string& op) {
-  try {
-    validate(o);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(op + e.what());
-  }
-  return o;
-}
 
 // Seeds are uint64: written as an integer when it fits JSON readers' int64, as a decimal string
 // otherwise; read back from either (std::invalid_argument starting with `op`, naming `key`).
 OrderedJson seed_json(uint64_t seed);
 uint64_t seed_from_json(const Json& value, const std::string& op, const char* key);
+
+// Runs `read`; a std::invalid_argument it throws gets `op` in front unless it starts with it.
+template <typename Read>
+auto prefixed(const std::string& op, Read read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    throw std::invalid_argument(what.rfind(op, 0) == 0 ? what : op + what);
+  }
+}
+
+// Validates options parsed by `op` with their own validate(), prefixing its message with `op`.
+template <typename Options>
+Options validated(Options o, const std::string& op) {
+  return prefixed(op, [&] { return validate(o), o; });
+}
+
+// An options struct's fields, listed once and read in both directions. The list is a generic
+// lambda calling field(key, member) for each field in the file's order; an enum member adds its
+// name and parse functions. int64_t is a JSON integer, double a number, bool a boolean and
+// uint64_t a seed (seed_json).
+//
+//   constexpr auto kFields = [](auto& o, auto&& field) {
+//     field("d_model", o.d_model);  field("dropout", o.dropout);
+//     field("positional", o.positional, positional_kind_name, parse_positional_kind);
+//   };
+//   std::string text = fields_to_json(options, kFields).dump();
+//   Options back = fields_from_json(text, kFields, "options_from_json: ", Options{});
+template <typename Options, typename Fields>
+OrderedJson fields_to_json(const Options& o, Fields fields) {
+  OrderedJson j = OrderedJson::object();
+  fields(o, [&]<typename T>(const char* key, const T& value, auto... name_parse) {
+    if constexpr (sizeof...(name_parse) > 0) {
+      j[key] = std::get<0>(std::tuple(name_parse...))(value);
+    } else if constexpr (std::is_same_v<T, uint64_t>) {
+      j[key] = seed_json(value);
+    } else {
+      j[key] = value;
+    }
+  });
+  return j;
+}
+
+// The fields of `text` over `base`: every listed key must be there with its type, and no other
+// key but `also_known` (entries the caller reads itself). std::invalid_argument starting with `op`.
+template <typename Options, typename Fields>
+Options fields_from_json(const std::string& text, Fields fields, const std::string& op, Options base,
+                         std::initializer_list<std::string_view> also_known = {}) {
+  std::vector<std::string_view> known(also_known);
+  fields(base, [&](const char* key, auto&&...) { known.push_back(key); });
+  const Json j = parse_options_object(text, known, op);
+  const OptionFields f{j, op, text};
+  return prefixed(op, [&] {
+    fields(base, [&]<typename T>(const char* key, T& value, auto... name_parse) {
+      if constexpr (sizeof...(name_parse) > 0) {
+        value = std::get<1>(std::tuple(name_parse...))(f.string(key));
+      } else if constexpr (std::is_same_v<T, int64_t>) {
+        value = f.integer(key);
+      } else if constexpr (std::is_same_v<T, double>) {
+        value = f.number(key);
+      } else if constexpr (std::is_same_v<T, bool>) {
+        value = f.boolean(key);
+      } else {
+        static_assert(std::is_same_v<T, uint64_t>, "a field is int64_t, double, bool, uint64_t or an enum");
+        value = seed_from_json(f.field(key), op, key);
+      }
+    });
+    return base;
+  });
+}
 
 }  // namespace ag

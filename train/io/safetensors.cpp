@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <stdexcept>
 
+#include "attograd/core/format.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/json_text.h"
@@ -147,14 +148,10 @@ std::map<std::string, uint32_t> parse_checksums(const std::string& path, const s
 
 }  // namespace
 
-const char* safetensors_dtype_name(SafetensorsDType dtype) {
-  switch (dtype) {
-    case SafetensorsDType::F32: return "F32";
-    case SafetensorsDType::F64: return "F64";
-    case SafetensorsDType::I64: return "I64";
-  }
-  return "?";
-}
+constexpr Named<SafetensorsDType> kDTypeNames[] = {
+    {SafetensorsDType::F32, "F32"}, {SafetensorsDType::F64, "F64"}, {SafetensorsDType::I64, "I64"}};
+
+const char* safetensors_dtype_name(SafetensorsDType dtype) { return name_of(kDTypeNames, dtype); }
 
 void SafetensorsFile::add(const std::string& name, const Tensor& tensor) {
   check_new_name(*this, name);
