@@ -314,7 +314,7 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
   f.real("--min-lr", t.min_lr, 0.0, RL::lr, "learning rate at the end of the decay");
   f.real("--weight-decay", t.weight_decay, 0.0, RL::lr, "L2 (sgd, adam) or decoupled (adamw)");
   f.real("--momentum", t.momentum, 0.0, 1.0, "SGD momentum", true);
-  f.integer("--warmup", t.warmup_steps, 0, kBig, "linear warm-up steps");
+  f.integer("--warmup", t.warmup_steps, 0, kBig, "linear warm-up steps (unless given: at most a tenth of --steps)");
   f.choice("--schedule", a.schedule, "decay after warm-up", {"constant", "cosine", "linear"});
   f.real("--clip", t.clip_norm, 0.0, RL::clip_norm, "max gradient norm, 0 = off");
   f.integer("--steps", t.steps, 1, kBig, "step budget and end of the decay");
@@ -369,6 +369,12 @@ Args parse_training_args(const std::vector<std::string>& argv) {
   t.optimizer = line.choice("--optimizer", parse_optimizer_kind, a.optimizer);
   t.schedule = line.choice("--schedule", parse_lr_decay, a.schedule);
   t.threads = parse_threads(a.threads, TrainerLimits::threads);
+  if (!line.resuming && !line.given("--warmup")) {
+    // Unless asked for, the warm-up follows the budget, so that any --steps runs; the written
+    // configuration says what was used, so that it repeats the run.
+    t.warmup_steps = std::min(t.warmup_steps, t.steps / 10);
+    app.get_option("--warmup")->default_str(std::to_string(t.warmup_steps));
+  }
   a.config_text = detail::configuration_text(app.config_to_str(/*default_also=*/true, /*write_description=*/true),
                                              Args::kInfo.name);
   for (const std::string& flag : f.from_checkpoint()) {
