@@ -570,18 +570,41 @@ BOOST_AUTO_TEST_CASE(stale_temporaries_of_dead_processes_are_removed) {
   TempDir dir;
   const std::string ck = dir.file("ck.safetensors");
   // A pid that cannot be alive (above the kernel's pid_max) and our own live pid.
-  spit(ck + ".tmp-99999999-0", "half a checkpoint");
-  const std::string live = ck + ".tmp-" + std::to_string(::getpid()) + "-7";
+  const std::string stale = temporary_path(ck, 99999999, 0);
+  spit(stale, "half a checkpoint");
+  const std::string live = temporary_path(ck, ::getpid(), 7);
   spit(live, "being written");
-  spit(dir.file("other.tmp-99999999-0"), "another output's");
+  spit(temporary_path(dir.file("other"), 99999999, 0), "another output's");
   BOOST_TEST(remove_stale_temporaries(ck) == 1);
-  BOOST_TEST(::access((ck + ".tmp-99999999-0").c_str(), F_OK) != 0);
+  BOOST_TEST(::access(stale.c_str(), F_OK) != 0);
   BOOST_TEST(::access(live.c_str(), F_OK) == 0);
-  BOOST_TEST(::access(dir.file("other.tmp-99999999-0").c_str(), F_OK) == 0);
+  BOOST_TEST(::access(temporary_path(dir.file("other"), 99999999, 0).c_str(), F_OK) == 0);
   // Every save cleans up first.
-  spit(ck + ".tmp-99999998-3", "half a checkpoint");
+  spit(temporary_path(ck, 99999998, 3), "half a checkpoint");
   write_run_checkpoint(ck);
-  BOOST_TEST(::access((ck + ".tmp-99999998-3").c_str(), F_OK) != 0);
+  BOOST_TEST(::access(temporary_path(ck, 99999998, 3).c_str(), F_OK) != 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_temporary_sweep_removes_only_what_it_can_prove_is_its_own) {
+  TempDir dir;
+  const std::string ck = dir.file("ck.safetensors");
+  const std::string ours = temporary_path(ck, 99999999, 4);
+  BOOST_TEST(ours.rfind(ck + ".tmp-99999999-4-", 0) == 0);
+  // Named like a temporary of a dead process, but without our tag, or with another one.
+  const std::vector<std::string> users = {ck + ".tmp-99999999-4", ck + ".tmp-99999999-4-00000000",
+                                          ours + "0", ck + ".tmp-099999999-4" + ours.substr(ours.rfind('-'))};
+  for (const std::string& name : users) spit(name, "a file of the user's");
+  // A symlink named exactly like our temporary is not one of our files either.
+  spit(dir.file("target"), "what the link leads to");
+  BOOST_REQUIRE(::symlink(dir.file("target").c_str(), ours.c_str()) == 0);
+  BOOST_TEST(remove_stale_temporaries(ck) == 0);
+  for (const std::string& name : users) BOOST_TEST(slurp(name) == "a file of the user's", name);
+  BOOST_TEST(::access(ours.c_str(), F_OK) == 0);
+  BOOST_TEST(slurp(dir.file("target")) == "what the link leads to");
+  BOOST_REQUIRE(::unlink(ours.c_str()) == 0);
+  spit(ours, "half a checkpoint");
+  BOOST_TEST(remove_stale_temporaries(ck) == 1);
+  for (const std::string& name : users) BOOST_TEST(slurp(name) == "a file of the user's", name);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
