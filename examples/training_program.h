@@ -388,6 +388,7 @@ Args parse_training_args(const std::vector<std::string>& argv) {
     if (!(t.target_seq_acc > 0)) throw UsageError("--target-acc: must be above 0");
   }
   a.inputs = {{"--resume", a.resume_path, InputKind::checkpoint}, {"--config", a.config_path, InputKind::config}};
+  if (line.resuming && a.save_path.empty()) a.save_path = a.resume_path;  // a resumed run saves where it came from
   try {  // the program's own; whatever the checks missed, the library's validation still names
     a.finish(line);
     if (!line.resuming) validate(t);
@@ -497,6 +498,8 @@ class TrainingRun {
       t.resume(*ck_);
       std::cout << "resumed " << args_.resume_path << " at step " << t.step() << "\n";
     }
+    const std::string& ckpt = out_.checkpoint_path;
+    if (!ckpt.empty()) std::cout << "save   " << ckpt << " at every evaluation and at the end\n";
     std::cout << description << std::flush;
     detail::g_interruptible = &t;
     std::signal(SIGINT, detail::on_interrupt);
