@@ -5,13 +5,7 @@
 # `timeout` only keeps a failure from hanging the suite). --seed takes what train_gpt's does.
 # Run from a scratch directory, as a user would.
 #   generate_checks_its_writes.sh BUILD_DIR SOURCE_DIR
-set -euo pipefail
-build=$(cd "$1" && pwd)
-source=$(cd "$2" && pwd)
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-cd "$scratch"
-failures=0
+source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 "$build/examples/train_gpt" --data "$source/README.md" --steps 2 --warmup 1 --eval-every 2 --d-model 8 --heads 1 \
   --layers 1 --block-size 8 --save g.ck --quiet >train.out 2>&1 || { cat train.out; exit 1; }
 generate=("$build/examples/generate" --checkpoint g.ck --prompt "The ")
@@ -21,9 +15,8 @@ check() {
   if [ "$2" -eq "$3" ] && { [ -z "${4-}" ] || grep -q -- "$4" err.txt; }; then
     echo "ok: $1 -> exit $2: $(head -c 160 err.txt)"
   else
-    echo "FAIL: $1 (status $2, expected $3 and '$4')"
+    fail "$1 (status $2, expected $3 and '${4-}')"
     cat err.txt
-    failures=$((failures + 1))
   fi
 }
 
@@ -40,7 +33,7 @@ status=0
   exit "${PIPESTATUS[0]}"
 ) || status=$?
 check "SIGPIPE ignored, | head -c 10 with --tokens 100000000" "$status" 1 "cannot write to standard output: Broken pipe"
-[ "$(wc -c <head.txt)" -eq 10 ] || { echo "FAIL: head read $(wc -c <head.txt) bytes"; failures=$((failures + 1)); }
+[ "$(wc -c <head.txt)" -eq 10 ] || fail "head read $(wc -c <head.txt) bytes"
 for seed in -1 18446744073709551616; do
   status=0
   "${generate[@]}" --tokens 5 --seed "$seed" >out.txt 2>err.txt || status=$?
@@ -50,5 +43,4 @@ status=0
 "${generate[@]}" --tokens 5 --seed 18446744073709551615 >out.txt 2>err.txt || status=$?
 check "--seed 2^64-1 (the largest)" "$status" 0
 
-echo "$failures failures"
-[ "$failures" -eq 0 ]
+finish

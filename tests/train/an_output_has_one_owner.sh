@@ -5,23 +5,15 @@
 # a scratch directory, as a user would. Nothing here is timed: the script waits for what the
 # first run writes, then acts.
 #   an_output_has_one_owner.sh BUILD_DIR
-set -euo pipefail
-build=$(cd "$1" && pwd)
+source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 seq=$build/examples/train_sequence
-scratch=$(mktemp -d)
-pids=()
+pids=()  # the runs started in the background, killed at exit if still running
 cleanup() {
   local pid
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   rm -rf "$scratch"
 }
 trap cleanup EXIT
-cd "$scratch"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 # sort over 64 symbols stays far from 100% exact: a run with this budget trains until stopped.
 tiny=(--task sort --vocab 64 --length 32 --d-model 16 --heads 2 --d-ff 32 --layers 1 --batch 8 --warmup 1
   --eval-every 5 --eval-sequences 8 --quiet)
@@ -104,5 +96,4 @@ else
   echo "ok: the lock file of the killed pid $killed was taken over and removed at the end"
 fi
 
-echo "$failures failures"
-[ "$failures" -eq 0 ]
+finish

@@ -6,13 +6,7 @@
 # writes that copy again. A user's file named like a temporary of a killed save survives the
 # next save. Run from a scratch directory, as a user would.
 #   no_input_is_an_output.sh BUILD_DIR SOURCE_DIR
-set -euo pipefail
-build=$(cd "$1" && pwd)
-source=$(cd "$2" && pwd)
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-cd "$scratch"
-failures=0
+source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 gpt=(--steps 2 --warmup 1 --eval-every 2 --d-model 8 --heads 1 --layers 1 --block-size 8 --quiet)
 seq=(--steps 2 --warmup 1 --eval-every 2 --d-model 8 --heads 1 --d-ff 8 --layers 1 --eval-sequences 8 --quiet)
 
@@ -32,9 +26,8 @@ expect() {
   if [ "$ok" -eq 1 ]; then
     echo "ok: $program $* -> exit $status $(head -c 160 err.txt)"
   else
-    echo "FAIL: $program $* (status $status, expected $want with: ${words//|/, })"
+    fail "$program $* (status $status, expected $want with: ${words//|/, })"
     cat err.txt
-    failures=$((failures + 1))
   fi
 }
 
@@ -69,17 +62,16 @@ expect train_sequence 1 "--log|checkpoint being resumed" run.ck --resume run.ck 
   --quiet
 expect train_sequence 1 "--write-config|checkpoint being resumed" run.ck --resume run.ck --write-config run.ck --overwrite
 expect train_sequence 0 "" text.txt --resume run.ck --save run.ck --log run/m.jsonl --quiet
-cmp -s run.ck kept.ck || { echo "FAIL: a resume of a finished run changed its checkpoint"; failures=$((failures + 1)); }
+cmp -s run.ck kept.ck || fail "a resume of a finished run changed its checkpoint"
 # A run repeated from its own configuration copy writes the copy again (README, "one change").
 expect train_sequence 0 "" text.txt "${seq[@]}" --log again/m.jsonl
 expect train_sequence 0 "" text.txt --config again/config.toml --steps 3
-grep -q '^steps=3$' again/config.toml || { echo "FAIL: again/config.toml was not rewritten"; failures=$((failures + 1)); }
+grep -q '^steps=3$' again/config.toml || fail "again/config.toml was not rewritten"
 
 # The temporary sweep of a save leaves a user's file named like a killed save's temporary.
 dead=$(sh -c 'echo $$')
 printf 'my notes\n' >"k.ck.tmp-$dead-0"
 expect train_sequence 0 "" "k.ck.tmp-$dead-0" "${seq[@]}" --save k.ck --log k/m.jsonl
-[ -f "k.ck.tmp-$dead-0" ] || { echo "FAIL: k.ck.tmp-$dead-0 was removed"; failures=$((failures + 1)); }
+[ -f "k.ck.tmp-$dead-0" ] || fail "k.ck.tmp-$dead-0 was removed"
 
-echo "$failures failures"
-[ "$failures" -eq 0 ]
+finish

@@ -5,17 +5,7 @@
 # run finds its steps in the checkpoint. train_gpt has no target: a finished run is resumed and
 # must name its checkpoint. Run from a scratch directory, as a user would.
 #   resumed_runs_save_where_they_came_from.sh BUILD_DIR SOURCE_DIR
-set -euo pipefail
-build=$(cd "$1" && pwd)
-source=$(cd "$2" && pwd)
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-cd "$scratch"
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 
 # steps_after FILE: N of the "... after N steps" summary line.
 steps_after() { sed -n 's/.* after \([0-9]*\) steps (.*/\1/p' "$1"; }
@@ -66,5 +56,4 @@ else
 fi
 cd ..
 
-echo "$failures failures"
-[ "$failures" -eq 0 ]
+finish
