@@ -100,7 +100,9 @@ std::string what_input_is(const InputFile& in) {
   return "an input";
 }
 
-void prepare_directory(const OutputFile& out) {
+// The output's directory exists and is writable, and the path is not a directory or a special
+// file: checked before the lock, whose file would otherwise go inside such a directory.
+void prepare_place(const OutputFile& out) {
   const fs::path path(out.path);
   const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
@@ -109,15 +111,15 @@ void prepare_directory(const OutputFile& out) {
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {
     refuse(out, "its directory '" + parent.string() + "' is not writable: " + std::strerror(errno));
   }
+  const std::optional<struct stat> st = stat_of(out.path);
+  if (st && S_ISDIR(st->st_mode)) refuse(out, "is a directory; give a file name inside it");
+  if (st && !S_ISREG(st->st_mode)) refuse(out, "exists and is not a regular file");
 }
 
 // An existing file at `out`: replaced only when this output carries it on, when it is what this
 // output writes anyway, or with --overwrite.
 void check_existing(const OutputFile& out, const std::vector<InputFile>& inputs, bool overwrite) {
-  const std::optional<struct stat> st = stat_of(out.path);
-  if (!st) return;  // a new file
-  if (S_ISDIR(st->st_mode)) refuse(out, "is a directory; give a file name inside it");
-  if (!S_ISREG(st->st_mode)) refuse(out, "exists and is not a regular file");
+  if (!stat_of(out.path)) return;  // a new file
   for (const InputFile& in : inputs) {
     if (!in.path.empty() && same_file(out.path, in.path)) return;  // carried on (anything else was refused)
   }
@@ -243,7 +245,7 @@ OutputLocks prepare_outputs(const std::vector<OutputFile>& outputs, const Output
   OutputLocks locks;
   for (const OutputFile& out : outputs) {
     if (out.path.empty()) continue;
-    prepare_directory(out);
+    prepare_place(out);
     locks.add(out);
   }
   for (const OutputFile& out : outputs) {
