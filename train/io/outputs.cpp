@@ -177,10 +177,11 @@ void OutputLocks::release() noexcept {
 }
 
 void OutputLocks::add(const OutputFile& out) {
-  // Beside the file a symlink leads to, so that two names of one file share one lock.
+  // Beside the file a symlink leads to, so that two names of one file share one lock; absolute,
+  // so that its name means one file however it is spelled.
   std::error_code ec;
   const fs::path target = fs::weakly_canonical(out.path, ec);
-  const std::string lock_path = (ec ? fs::path(out.path) : target).string() + ".lock";
+  const std::string lock_path = fs::absolute(ec ? fs::path(out.path) : target, ec).string() + ".lock";
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (fd < 0) refuse(out, "cannot create its lock file '" + lock_path + "': " + std::strerror(errno));
