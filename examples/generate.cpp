@@ -8,13 +8,21 @@
 // with or without the KV cache (--no-cache recomputes the whole window for every token: slower,
 // the same tokens). The prompt must fit the model's context (block_size tokens); once the text
 // grows past it, the window slides and the model sees the last block_size tokens.
-// Exit codes: 0 done, 1 error (the checkpoint), 2 bad command line or prompt.
+// Every write to stdout is checked: a closed stdout, a full disk or a pipe whose reader has gone
+// (with SIGPIPE ignored) stops generation at once with an error.
+// Exit codes: 0 done, 1 error (the checkpoint, or stdout), 2 bad command line or prompt.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attograd/core/format.h"
@@ -22,7 +30,9 @@
 #include "attograd/models/generate.h"
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/data/text.h"
+#include "attograd/train/io/atomic_file.h"
 #include "threads_flag.h"
+#include "training_program.h"
 
 #ifndef ATTOGRAD_VERSION
 #define ATTOGRAD_VERSION "unknown"
@@ -73,7 +83,16 @@ std::string quoted_list(const std::vector<std::string>& items) {
   return out;
 }
 
+// Writes `text` to stdout at once, unbuffered; 0 or the errno of the failed write.
+int print(std::string_view text) { return write_all(STDOUT_FILENO, text.data(), text.size()); }
+
+std::runtime_error stdout_error(int err) {
+  return std::runtime_error(std::string("cannot write to standard output: ") + std::strerror(err));
+}
+
 int run(const Args& args) {
+  // Closed, it would be the next file opened (the checkpoint's descriptor) that receives the text.
+  if (::fcntl(STDOUT_FILENO, F_GETFD) < 0) throw stdout_error(errno);
   set_num_threads(parse_threads(args.threads));
   LoadedGPT loaded = load_gpt_checkpoint(args.checkpoint);  // refuses other kinds of checkpoint by name
   GPT& model = *loaded.model;
@@ -97,13 +116,14 @@ int run(const Args& args) {
   g.sampling = args.sampling;
   g.use_cache = !args.no_cache;
   g.crop_prompt = false;
+  int failed = print(args.prompt);
   g.on_token = [&](int64_t token) {
-    std::cout << tok.decode(token) << std::flush;  // as it is drawn, not at the end
-    return true;
+    failed = print(tok.decode(token));  // as it is drawn, not at the end
+    return failed == 0;                 // a failed write stops generation after this token
   };
-  std::cout << args.prompt << std::flush;
-  generate(model, prompt, g);
-  std::cout << "\n";
+  if (failed == 0) generate(model, prompt, g);
+  if (failed == 0) failed = print("\n");
+  if (failed != 0) throw stdout_error(failed);
   return 0;
 }
 
@@ -123,7 +143,9 @@ int main(int argc, char** argv) {
   app.add_option("--top-k", args.sampling.top_k, "keep the K most likely tokens, 0 keeps all")->capture_default_str();
   app.add_option("--top-p", args.sampling.top_p, "keep the fewest most likely tokens reaching probability P, in (0, 1]")
       ->capture_default_str();
-  app.add_option("--seed", args.sampling.seed, "the sampling stream")->capture_default_str();
+  app.add_option("--seed", args.sampling.seed, "the sampling stream")
+      ->check(detail::number_in<uint64_t>(0, UINT64_MAX, false, "an unsigned 64-bit integer", "UINT64"))
+      ->capture_default_str();
   app.add_flag("--no-cache", args.no_cache, "recompute the whole window for every token (same tokens, slower)");
   add_threads_flag(app, args.threads, "threads for matrix products");
   const auto usage = [&](const std::string& what) {

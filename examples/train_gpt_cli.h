@@ -60,6 +60,7 @@ struct TrainGPTArgs : TrainingArgs {
     // With --resume the checkpoint is saved over by default, so that the run goes on in one file.
     if (save_path.empty()) save_path = line.resuming ? resume_path : std::string(kGPTRunDir) + "/ckpt.safetensors";
     job.seed = seed;
+    inputs.push_back({"--data", data_path});
     if (!line.resuming) check_heads(model.d_model, model.n_head);
   }
 };

@@ -180,6 +180,7 @@ struct TrainingArgs {
   std::string config_text;                     // the effective configuration as TOML
   std::string threads = "auto", optimizer, schedule;  // resolved into trainer
   std::string usage;                           // --help's text or --version's line: print it and stop
+  std::vector<InputFile> inputs;               // what the run reads: never one of its outputs
   bool overwrite = false, quiet = false;
 };
 
@@ -392,6 +393,8 @@ Args parse_training_args(const std::vector<std::string>& argv) {
     }
     if (!(t.target_seq_acc > 0)) throw UsageError("--target-acc: must be above 0");
   }
+  a.inputs = {{"--resume", a.resume_path, InputKind::checkpoint}, {"--config", a.config_path, InputKind::config}};
+  if (line.resuming && a.save_path.empty()) a.save_path = a.resume_path;  // a resumed run saves where it came from
   try {  // the program's own; whatever the checks missed, the library's validation still names
     a.finish(line);
     if (!line.resuming) validate(t);
@@ -477,11 +480,11 @@ class TrainingRun {
     // The configuration goes beside the metrics log, so that `--config` of it repeats the run.
     const std::string config_copy = (std::filesystem::path(out_.log_path).parent_path() / "config.toml").string();
     if (comm_.is_root()) {
-      prepare_outputs({{"--save", out_.checkpoint_path, OutputKind::checkpoint},
-                       {"--log", out_.log_path, OutputKind::metrics_log},
-                       {"--plot", out_.plot_path, OutputKind::plot},
-                       {"the configuration copy", config_copy, OutputKind::config}},
-                      {.resume = args_.resume_path, .overwrite = args_.overwrite});
+      locks_ = prepare_outputs({{"--save", out_.checkpoint_path, OutputKind::checkpoint},
+                                {"--log", out_.log_path, OutputKind::metrics_log},
+                                {"--plot", out_.plot_path, OutputKind::plot},
+                                {"the configuration copy", config_copy, OutputKind::config}},
+                               {.resume = args_.resume_path, .overwrite = args_.overwrite, .inputs = args_.inputs});
       if (!ck_) write_file_atomically(config_copy, args_.config_text);  // a resume keeps the run's own
     } else {
       out_.log_path = out_.plot_path = out_.checkpoint_path = "";
@@ -502,6 +505,8 @@ class TrainingRun {
       t.resume(*ck_);
       std::cout << "resumed " << args_.resume_path << " at step " << t.step() << "\n";
     }
+    const std::string& ckpt = out_.checkpoint_path;
+    if (!ckpt.empty()) std::cout << "save   " << ckpt << " at every evaluation and at the end\n";
     std::cout << description << std::flush;
     detail::g_interruptible = &t;
     std::signal(SIGINT, detail::on_interrupt);
@@ -536,6 +541,7 @@ class TrainingRun {
   std::optional<Checkpoint> ck_;  // the one read of the resumed file
   TrainerOutputs out_;
   std::optional<Trainer> trainer_;
+  OutputLocks locks_;  // this run alone writes its outputs, until it ends
 };
 
 // The main() of the training programs: the command line (a UsageError exits 2 with a pointer
@@ -563,7 +569,8 @@ int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
     if (args.write_config_path.empty()) {
       status = run(args);
     } else if (comm.is_root()) {  // under mpirun one rank writes the file
-      prepare_outputs({{"--write-config", args.write_config_path, OutputKind::config}}, {.overwrite = args.overwrite});
+      prepare_outputs({{"--write-config", args.write_config_path, OutputKind::config}},
+                      {.overwrite = args.overwrite, .inputs = args.inputs});
       write_file_atomically(args.write_config_path, args.config_text);
       std::cout << "wrote the configuration to " << args.write_config_path << " (run it with --config "
                 << args.write_config_path << ")\n";

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Hostile-input sweep of examples/train_sequence: bad flags, sizes that cannot fit, corrupt and
-# hand-made checkpoints, outputs that would destroy files, kill -9 during saves and diverging
-# runs, each tried and counted. Re-run it after a change to the command line, the checkpoint
+# hand-made checkpoints, outputs that would destroy files or that another run owns, kill -9
+# during saves and diverging runs, each tried and counted (a few output cases run train_gpt,
+# for --data, and generate, for its writes to stdout). Re-run it after a change to the command line, the checkpoint
 # loader, the outputs check or the trainer; it is what the reliability and safety issues' counts
 # come from.
 #
 #   tests/hostile/sweep.sh [BUILD_DIR]      BUILD_DIR defaults to build; runs
-#                                           BUILD_DIR/examples/train_sequence
+#                                           BUILD_DIR/examples/train_sequence (and train_gpt,
+#                                           generate)
 #   KEEP=1 tests/hostile/sweep.sh           keeps the work directory (its path is printed)
 #
 # Every case runs under `timeout 20` in its own directory inside a `mktemp -d` directory, which
@@ -17,7 +19,9 @@
 # Groups: 1 flags, 2 sizes (memory refusals, a long sequence's peak RSS, --threads 256),
 # 3 files given to --resume (special files, truncations, and ~130 variants of a real checkpoint
 # made by craft.py, checksums kept consistent where a value or metadata check is the target),
-# 4 outputs (every pre-existing file hashed before and after), 5 kill -9 during saves, then
+# 4 outputs (every pre-existing file hashed before and after; inputs given as outputs, two runs
+# on one path, lock files, a user's file named like a temporary, where a resumed run saves,
+# generate's failed writes), 5 kill -9 during saves, then
 # resume and Ctrl-C, 6 divergence, 7 config files (only when the build has --write-config).
 #
 # One line per case: outcome, id, what was tried, wall time. Outcomes:
@@ -54,25 +58,30 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 2' INT TERM
 
-# The binary is copied (with the library it loads from ../libattograd.so) so that a rebuild
-# of BUILD_DIR during the sweep cannot change it half-way. While it is missing or being
+# The binaries are copied (with the library they load from ../libattograd.so) so that a rebuild
+# of BUILD_DIR during the sweep cannot change them half-way. While one is missing or being
 # relinked, wait.
 snapshot_binary() {
-  local tries=0
+  local tries=0 name copied
   mkdir -p "$work/bin/examples"
   while ((tries < 60)); do
-    if [[ -x $build/examples/train_sequence ]] && cp -p "$build/examples/train_sequence" "$work/bin/examples/" 2>/dev/null &&
-      { [[ ! -e $build/libattograd.so ]] || cp "$build/libattograd.so" "$work/bin/" 2>/dev/null; } &&
+    copied=1
+    for name in train_sequence train_gpt generate; do
+      [[ -x $build/examples/$name ]] && cp -p "$build/examples/$name" "$work/bin/examples/" 2>/dev/null || copied=0
+    done
+    if ((copied)) && { [[ ! -e $build/libattograd.so ]] || cp "$build/libattograd.so" "$work/bin/" 2>/dev/null; } &&
       "$work/bin/examples/train_sequence" --help >/dev/null 2>&1; then
       return 0
     fi
     ((tries++))
     sleep 3
   done
-  die "$build/examples/train_sequence is missing or does not run (waited 3 minutes)"
+  die "$build/examples/train_sequence, train_gpt or generate is missing or does not run (waited 3 minutes)"
 }
 snapshot_binary
 BIN=$work/bin/examples/train_sequence
+GPT=$work/bin/examples/train_gpt
+GEN=$work/bin/examples/generate
 sweep_start=$(date +%s%N)
 
 # ------------------------------------------------------------------ bookkeeping
@@ -206,10 +215,28 @@ classify() {
 }
 
 now_ns() { date +%s%N; }
+# alive PID: the process runs (an exited child stays a zombie until waited for, and kill -0
+# still reaches a zombie, hence /proc).
+alive() {
+  local st
+  st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $st && $st != Z ]]
+}
+# wait_for PID FILE REGEX: 0 once FILE has a line matching REGEX, 1 if PID exited first, 2 after 20 s.
+wait_for() {
+  local pid=$1 file=$2 re=$3 i
+  for ((i = 0; i < 400; i++)); do
+    grep -qE "$re" "$file" 2>/dev/null && return 0
+    alive "$pid" || { grep -qE "$re" "$file" 2>/dev/null && return 0; return 1; }
+    sleep 0.05
+  done
+  return 2
+}
 MAXMS=0   # when set, a slower case is UNCLEAR (refusals that must be quick)
 VMEM_KB="" # when set, the address-space limit of a case (for inputs that could read forever)
 
-# run EXPECT WORDS DESCRIPTION ARGS...: one invocation of train_sequence, classified.
+# run EXPECT WORDS DESCRIPTION ARGS...: one invocation of train_sequence (of $BIN), classified.
+# Its stdout goes to the case's file `out`, or to $STDOUT when set ("closed": no stdout at all).
 run() {
   local expect=$1 words=$2 desc=$3
   shift 3
@@ -220,7 +247,8 @@ run() {
   (
     cd "$case_dir" || exit 99
     [[ -z $VMEM_KB ]] || ulimit -v "$VMEM_KB"
-    exec timeout 20 "$BIN" "$@" >out 2>err </dev/null
+    [[ ${STDOUT-} != closed ]] || exec timeout 20 "$BIN" "$@" >&- 2>err </dev/null
+    exec timeout 20 "$BIN" "$@" >"${STDOUT:-out}" 2>err </dev/null
   )
   rc=$?
   ms=$((($(now_ns) - t0) / 1000000))
@@ -414,6 +442,11 @@ printf '<svg xmlns="http://www.w3.org/2000/svg"><circle r="5"/></svg>\n' >"$pris
 printf 'keep me\n' >"$pristine/adir/keep.txt"
 mkdir -p "$pristine/proj"
 printf '# my project settings\nname = "demo"\n' >"$pristine/proj/config.toml"  # a user's own file
+printf '# my settings, by hand\nsteps = 3\nwarmup = 1\n' >"$pristine/mine.toml"  # a user's config
+dead_pid=$(sh -c 'echo $$')  # a process that has ended
+printf 'my notes\n' >"$pristine/k.ck.tmp-$dead_pid-0"  # a user's file named like a temporary
+printf 'my notes\n' >"$pristine/user.ck.lock"          # ... and one named like a lock file
+printf 'attograd output lock held by pid %s\n' "$dead_pid" >"$pristine/stale.ck.lock"  # a killed run's
 O=$work/out
 reset_outputs() {
   rm -rf "$O"
@@ -423,6 +456,8 @@ reset_outputs() {
   ln -s other.ck "$O/link-other.ck"
   ln -s notes.txt "$O/link-notes"
   ln -s old.jsonl "$O/link-old.jsonl"
+  ln -s mine.toml "$O/link-mine.toml"
+  ln "$O/mine.toml" "$O/mine.hard"
   mkfifo "$O/fifo"
   mapfile -t PROTECT < <(find "$O" -type f | sort)
   MAYCHANGE=()
@@ -479,6 +514,117 @@ o ok "" "--resume own.ck --log <an earlier run's metrics log>" old.jsonl -- --re
 # user's config.toml for their own.
 o either "config.toml" "fresh run --log proj/metrics.jsonl beside the user's own proj/config.toml" -- \
   --log "$O/proj/metrics.jsonl" "${F[@]}"
+# No input is an output (--config, --resume; --data of train_gpt), through links, with or
+# without --overwrite; what carries an input on (the resumed checkpoint) still works above.
+o error "--log|--config|mine.toml" "--config mine.toml --log mine.toml --overwrite" -- \
+  --config "$O/mine.toml" --log "$O/mine.toml" --overwrite "${F[@]}"
+o error "--save|--config" "--config <symlink to mine.toml> --save mine.toml --overwrite" -- \
+  --config "$O/link-mine.toml" --save "$O/mine.toml" --overwrite "${F[@]}"
+o error "--plot|--config" "--config <hard link to mine.toml> --plot mine.toml --overwrite" -- \
+  --config "$O/mine.hard" --plot "$O/mine.toml" --overwrite "${F[@]}"
+o error "--write-config|--config" "--config mine.toml --write-config mine.toml --overwrite" -- \
+  --config "$O/mine.toml" --write-config "$O/mine.toml" --overwrite
+o error "--write-config|checkpoint being resumed" "--resume own.ck --write-config own.ck --overwrite" -- \
+  --resume "$O/own.ck" --write-config "$O/own.ck" --overwrite
+o error "--log|checkpoint being resumed" "--resume own.ck --save new.ck --log <hard link to own.ck> --overwrite" -- \
+  --resume "$O/own.ck" --save "$O/new.ck" --log "$O/own.hard" --overwrite "${RS[@]}"
+G=(--steps 2 --warmup 1 --eval-every 2 --d-model 8 --heads 1 --layers 1 --block-size 8 --quiet)  # train_gpt
+BIN=$GPT o error "--save|--data|notes.txt" "train_gpt --data notes.txt --save notes.txt --overwrite" -- \
+  --data "$O/notes.txt" --save "$O/notes.txt" --overwrite "${G[@]}"
+BIN=$GPT o error "--log|--data" "train_gpt --data <symlink to notes.txt> --log notes.txt --overwrite" -- \
+  --data "$O/link-notes" --log "$O/notes.txt" --overwrite "${G[@]}"
+BIN=$GPT o error "--log|--data|old.jsonl" "train_gpt --data old.jsonl (an earlier run's log) --log old.jsonl" -- \
+  --data "$O/old.jsonl" --log "$O/old.jsonl" "${G[@]}"
+# Files named like ours are not ours: a temporary of a dead pid, a lock file; a killed run's lock
+# file is taken over.
+o ok "" "fresh run --save k.ck beside a user's k.ck.tmp-<dead pid>-0 (the save's sweep keeps it)" -- \
+  --save "$O/k.ck" "${F[@]}"
+o error "user.ck.lock|not a lock" "fresh run --save user.ck beside a user's file user.ck.lock" -- --save "$O/user.ck" "${F[@]}"
+o ok "" "fresh run --save stale.ck, whose lock file a killed run left (taken over)" stale.ck.lock -- \
+  --save "$O/stale.ck" "${F[@]}"
+
+# Two runs on one path: the first trains until Ctrl-C; a second on its --save (even with
+# --overwrite) or on its log is refused at start naming the first's pid; the first's log stays
+# one run's, its steps rising.
+reset_outputs
+E=(--task sort --vocab 64 --length 32 --d-model 16 --heads 2 --d-ff 32 --layers 1 --batch 8 --warmup 1 --steps 1000000
+  --eval-every 5 --eval-sequences 8 --target-acc 1 --quiet)
+mkdir -p "$work/first"
+(cd "$work/first" && exec "$BIN" "${E[@]}" --save "$O/busy.ck" --log "$O/busy/m.jsonl" >out 2>err </dev/null) &
+first=$!
+if wait_for "$first" "$O/busy/m.jsonl" '^\{"step":0,'; then
+  run error "--save|in use|pid $first" "a second run on a training run's --save, with --overwrite" \
+    --save "$O/busy.ck" --overwrite --log "$O/second/m.jsonl" "${F[@]}"
+  run error "--log|in use|pid $first" "a second run on a training run's --log" --log "$O/busy/m.jsonl" \
+    --save "$O/second.ck" "${F[@]}"
+fi
+new_case
+t0=$(now_ns)
+kill -INT "$first" 2>/dev/null
+for ((i = 0; i < 400; i++)); do alive "$first" || break; sleep 0.05; done
+alive "$first" && kill -9 "$first"
+wait "$first"
+rc=$?
+ms=$((($(now_ns) - t0) / 1000000))
+rows=$(sed -n 's/^{"step":\([0-9]*\),.*}$/\1/p' "$O/busy/m.jsonl" | tr '\n' ' ')
+if ((rc != 130)); then
+  classify ok "$rc" "" "$work/first/err" ""
+  outcome=UNCLEAR detail=("the first run ended with $rc after Ctrl-C, expected 130")
+elif [[ $(wc -l <"$O/busy/m.jsonl") -ne $(wc -w <<<"$rows") ]] || [[ $(tr ' ' '\n' <<<"$rows" | sed '/^$/d' | sort -n -u | tr '\n' ' ') != "$rows" ]]; then
+  outcome=DATA-LOSS detail=("its metrics log is not one run's rising steps: $(head -c 300 "$O/busy/m.jsonl")")
+else
+  outcome=ok detail=()
+fi
+report "$outcome" "the first run, stopped with Ctrl-C: exit 130, its log one run's (steps $rows)" "$ms" "${detail[@]}"
+
+# A resumed run saves where it came from: a run stopped early at a low --target-acc is resumed
+# without --save; its further steps must be in its checkpoint, and it must say so before training.
+reset_outputs
+C=(--task copy --vocab 2 --length 1 --d-model 8 --heads 1 --d-ff 8 --layers 1 --batch 8 --warmup 1 --steps 40
+  --eval-every 2 --eval-sequences 16 --quiet)
+run ok "" "fresh run stopped early by --target-acc 0.01 --save mid.ck" "${C[@]}" --target-acc 0.01 --save "$O/mid.ck" \
+  --log "$O/mid/m.jsonl"
+run ok "" "--resume mid.ck (no --save) --target-acc 1: trains on" --resume "$O/mid.ck" --target-acc 1 \
+  --eval-sequences 16 --log "$O/mid/m.jsonl" --quiet
+resumed_to=$(sed -n 's/.* after \([0-9]*\) steps (.*/\1/p' "$case_dir/out")
+said=$(sed -n '2p' "$case_dir/out")
+new_case
+t0=$(now_ns)
+(cd "$case_dir" && exec timeout 20 "$BIN" --resume "$O/mid.ck" --eval-sequences 16 --log "$O/mid/m.jsonl" --quiet \
+  >out 2>err </dev/null)
+rc=$?
+ms=$((($(now_ns) - t0) / 1000000))
+classify ok "$rc" "" "$case_dir/err" ""
+if [[ $outcome == ok && $said != "save   $O/mid.ck at every evaluation and at the end" ]]; then
+  outcome=UNCLEAR detail=("the resumed run did not say where it saves; its second line: $said")
+elif [[ $outcome == ok ]] && ! grep -qx "resumed $O/mid.ck at step ${resumed_to:-?}" "$case_dir/out"; then
+  outcome=DATA-LOSS detail=("the resumed steps (to ${resumed_to:-?}) were not saved: $(head -1 "$case_dir/out")")
+fi
+report "$outcome" "mid.ck then holds the resumed run's step ${resumed_to:-?}, as it said" "$ms" "${detail[@]}"
+
+# generate's writes: a full disk, a closed stdout, a reader gone with SIGPIPE ignored (must end at
+# once, not generate 10^8 tokens into a closed pipe); --seed as train_gpt takes it.
+PROTECT=() MAYCHANGE=()
+gck=$fix/gpt.ck
+(cd "$fix" && timeout 60 "$GPT" --data "$root/README.md" "${G[@]}" --save "$gck" --log gpt/m.jsonl --plot gpt/p.svg \
+  >make-gpt.out 2>make-gpt.err) || die "could not make the GPT checkpoint: $(cat "$fix/make-gpt.err")"
+P=(--checkpoint "$gck" --prompt "The ")
+BIN=$GEN run usage "--seed|-1" "generate --seed -1" "${P[@]}" --tokens 5 --seed -1
+BIN=$GEN run usage "--seed|18446744073709551616" "generate --seed 2^64" "${P[@]}" --tokens 5 --seed 18446744073709551616
+BIN=$GEN STDOUT=/dev/full run error "standard output|No space left" "generate >/dev/full" "${P[@]}" --tokens 20
+BIN=$GEN STDOUT=closed run error "standard output" "generate with stdout closed" "${P[@]}" --tokens 20
+new_case
+t0=$(now_ns)
+(
+  cd "$case_dir" || exit 99
+  trap '' PIPE
+  timeout 20 "$GEN" "${P[@]}" --tokens 100000000 2>err </dev/null | head -c 10 >out
+  exit "${PIPESTATUS[0]}"
+)
+rc=$?
+ms=$((($(now_ns) - t0) / 1000000))
+classify error "$rc" "standard output|Broken pipe" "$case_dir/err" ""
+report "$outcome" "generate --tokens 100000000 | head -c 10, SIGPIPE ignored (ends at once)" "$ms" "${detail[@]}"
 PROTECT=() MAYCHANGE=()
 
 # ------------------------------------------------------------------ 5. kill -9 during saves
@@ -489,23 +635,6 @@ start_group 5 "kill -9 during saves: the checkpoint still resumes, temporaries d
 K=(--task sort --vocab 64 --length 32 --d-model 16 --heads 2 --d-ff 32 --layers 1 --batch 8 --steps 1000000
   --warmup 1 --eval-every 1 --eval-sequences 8 --target-acc 1 --quiet)
 
-# alive PID: the process runs (an exited child stays a zombie until waited for, and kill -0
-# still reaches a zombie, hence /proc).
-alive() {
-  local st
-  st=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null) || return 1
-  [[ -n $st && $st != Z ]]
-}
-# wait_for PID FILE REGEX: 0 once FILE has a line matching REGEX, 1 if PID exited first, 2 after 20 s.
-wait_for() {
-  local pid=$1 file=$2 re=$3 i
-  for ((i = 0; i < 400; i++)); do
-    grep -qE "$re" "$file" 2>/dev/null && return 0
-    alive "$pid" || { grep -qE "$re" "$file" 2>/dev/null && return 0; return 1; }
-    sleep 0.05
-  done
-  return 2
-}
 # stop_with_sigint PID FILE: once the run is training (its summary lines are out), SIGINT; the
 # exit code, or 124 when it is not stopped within 20 s.
 stop_with_sigint() {

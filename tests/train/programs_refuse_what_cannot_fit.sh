@@ -4,22 +4,15 @@
 # instead of allocating for minutes and failing (or waking the OOM killer). Run from a scratch
 # directory, as a user would; exit status 1 and the message are what is checked.
 #   programs_refuse_what_cannot_fit.sh BUILD_DIR SOURCE_DIR
-set -euo pipefail
-build=$(cd "$1" && pwd)
-source=$(cd "$2" && pwd)
-scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
-cd "$scratch"
-failures=0
+source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 expect_refusal() {
   local name=$1 flag=$2
   shift 2
   local status=0
   "$build/examples/$name" "$@" --quiet >out.txt 2>err.txt || status=$?
   if [ "$status" -ne 1 ] || ! grep -q "parameters" err.txt || ! grep -q -- "$flag" err.txt || [ -e runs ]; then
-    echo "FAIL: $name $* (status $status, expected 1 with a breakdown naming $flag and nothing written)"
+    fail "$name $* (status $status, expected 1 with a breakdown naming $flag and nothing written)"
     cat err.txt
-    failures=$((failures + 1))
   else
     echo "ok: $name $* -> $(head -c 160 err.txt)"
   fi
@@ -29,5 +22,4 @@ expect_refusal train_sequence --d-model --d-model 65536 --heads 4
 expect_refusal train_gpt --d-model --d-model 16384 --heads 16 --data "$source/README.md"
 expect_refusal train_gpt --batch --batch 65536 --data "$source/README.md"
 expect_refusal train_seq2seq --d-ff --d-model 16384 --d-ff 65536 --heads 8
-echo "$((4 - failures)) passed, $failures failed"
-[ "$failures" -eq 0 ]
+finish

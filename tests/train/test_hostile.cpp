@@ -570,18 +570,137 @@ BOOST_AUTO_TEST_CASE(stale_temporaries_of_dead_processes_are_removed) {
   TempDir dir;
   const std::string ck = dir.file("ck.safetensors");
   // A pid that cannot be alive (above the kernel's pid_max) and our own live pid.
-  spit(ck + ".tmp-99999999-0", "half a checkpoint");
-  const std::string live = ck + ".tmp-" + std::to_string(::getpid()) + "-7";
+  const std::string stale = temporary_path(ck, 99999999, 0);
+  spit(stale, "half a checkpoint");
+  const std::string live = temporary_path(ck, ::getpid(), 7);
   spit(live, "being written");
-  spit(dir.file("other.tmp-99999999-0"), "another output's");
+  spit(temporary_path(dir.file("other"), 99999999, 0), "another output's");
   BOOST_TEST(remove_stale_temporaries(ck) == 1);
-  BOOST_TEST(::access((ck + ".tmp-99999999-0").c_str(), F_OK) != 0);
+  BOOST_TEST(::access(stale.c_str(), F_OK) != 0);
   BOOST_TEST(::access(live.c_str(), F_OK) == 0);
-  BOOST_TEST(::access(dir.file("other.tmp-99999999-0").c_str(), F_OK) == 0);
+  BOOST_TEST(::access(temporary_path(dir.file("other"), 99999999, 0).c_str(), F_OK) == 0);
   // Every save cleans up first.
-  spit(ck + ".tmp-99999998-3", "half a checkpoint");
+  spit(temporary_path(ck, 99999998, 3), "half a checkpoint");
   write_run_checkpoint(ck);
-  BOOST_TEST(::access((ck + ".tmp-99999998-3").c_str(), F_OK) != 0);
+  BOOST_TEST(::access(temporary_path(ck, 99999998, 3).c_str(), F_OK) != 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_temporary_sweep_removes_only_what_it_can_prove_is_its_own) {
+  TempDir dir;
+  const std::string ck = dir.file("ck.safetensors");
+  const std::string ours = temporary_path(ck, 99999999, 4);
+  BOOST_TEST(ours.rfind(ck + ".tmp-99999999-4-", 0) == 0);
+  // Named like a temporary of a dead process, but without our tag, or with another one.
+  const std::vector<std::string> users = {ck + ".tmp-99999999-4", ck + ".tmp-99999999-4-00000000",
+                                          ours + "0", ck + ".tmp-099999999-4" + ours.substr(ours.rfind('-'))};
+  for (const std::string& name : users) spit(name, "a file of the user's");
+  // A symlink named exactly like our temporary is not one of our files either.
+  spit(dir.file("target"), "what the link leads to");
+  BOOST_REQUIRE(::symlink(dir.file("target").c_str(), ours.c_str()) == 0);
+  BOOST_TEST(remove_stale_temporaries(ck) == 0);
+  for (const std::string& name : users) BOOST_TEST(slurp(name) == "a file of the user's", name);
+  BOOST_TEST(::access(ours.c_str(), F_OK) == 0);
+  BOOST_TEST(slurp(dir.file("target")) == "what the link leads to");
+  BOOST_REQUIRE(::unlink(ours.c_str()) == 0);
+  spit(ours, "half a checkpoint");
+  BOOST_TEST(remove_stale_temporaries(ck) == 1);
+  for (const std::string& name : users) BOOST_TEST(slurp(name) == "a file of the user's", name);
+}
+
+BOOST_AUTO_TEST_CASE(an_output_has_one_owner_until_it_is_released) {
+  TempDir dir;
+  const std::string ck = dir.file("ck.safetensors");
+  const std::string pid = "pid " + std::to_string(::getpid());
+  {
+    const OutputLocks held = prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {});
+    BOOST_TEST(slurp(ck + ".lock") == kLockMarker + std::to_string(::getpid()) + "\n");
+    AG_CHECK_THROWS_WITH(prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {}), std::invalid_argument,
+                         "--save", "in use", pid.c_str());
+    // Another name for the same file is the same output.
+    BOOST_REQUIRE(::symlink(ck.c_str(), dir.file("link").c_str()) == 0);
+    spit(ck, "saved");
+    AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", dir.file("link"), OutputKind::metrics_log}}, {}),
+                         std::invalid_argument, "--log", "in use", pid.c_str());
+    // A refused run leaves the holder's lock as it was.
+    BOOST_TEST(slurp(ck + ".lock") == kLockMarker + std::to_string(::getpid()) + "\n");
+  }
+  BOOST_TEST(::access((ck + ".lock").c_str(), F_OK) != 0);  // released and removed
+  const OutputLocks again = prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {.overwrite = true});
+}
+
+BOOST_AUTO_TEST_CASE(a_lock_left_by_a_dead_process_is_taken_over_and_a_users_file_is_kept) {
+  TempDir dir;
+  const std::string ck = dir.file("ck.safetensors");
+  spit(ck + ".lock", kLockMarker + std::string("99999999\n"));  // killed: its lock went with it
+  {
+    const OutputLocks held = prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {});
+    BOOST_TEST(slurp(ck + ".lock") == kLockMarker + std::to_string(::getpid()) + "\n");
+  }
+  BOOST_TEST(::access((ck + ".lock").c_str(), F_OK) != 0);
+  spit(ck + ".lock", "my notes\n");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {}), std::invalid_argument, "--save",
+                       "ck.safetensors.lock", "not a lock");
+  BOOST_TEST(slurp(ck + ".lock") == "my notes\n");
+}
+
+BOOST_AUTO_TEST_CASE(no_input_is_an_output_with_or_without_overwrite) {
+  TempDir dir;
+  const std::string text = dir.file("text.txt");
+  spit(text, "the training text\n");
+  const std::vector<InputFile> data = {{"--data", text, InputKind::data}};
+  for (const bool overwrite : {false, true}) {
+    BOOST_TEST_CONTEXT("overwrite " << overwrite) {
+      AG_CHECK_THROWS_WITH(prepare_outputs({{"--save", text, OutputKind::checkpoint}}, {.overwrite = overwrite, .inputs = data}),
+                           std::invalid_argument, "--save", "--data", "text.txt");
+      AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", dir.path() + "/./text.txt", OutputKind::metrics_log}},
+                                           {.overwrite = overwrite, .inputs = data}),
+                           std::invalid_argument, "--log", "--data");
+    }
+  }
+  // A log at the path a text is read from, though the text starts like a log.
+  spit(dir.file("m.jsonl"), "{\"step\":0}\n");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", dir.file("m.jsonl"), OutputKind::metrics_log}},
+                                       {.inputs = {{"--data", dir.file("m.jsonl"), InputKind::data}}}),
+                       std::invalid_argument, "--log", "--data");
+  // Through a symlink and a hard link.
+  BOOST_REQUIRE(::symlink(text.c_str(), dir.file("soft").c_str()) == 0);
+  BOOST_REQUIRE(::link(text.c_str(), dir.file("hard").c_str()) == 0);
+  for (const char* name : {"soft", "hard"}) {
+    AG_CHECK_THROWS_WITH(prepare_outputs({{"--plot", dir.file(name), OutputKind::plot}}, {.overwrite = true, .inputs = data}),
+                         std::invalid_argument, "--plot", "--data");
+    AG_CHECK_THROWS_WITH(prepare_outputs({{"--save", text, OutputKind::checkpoint}},
+                                         {.overwrite = true, .inputs = {{"--data", dir.file(name), InputKind::data}}}),
+                         std::invalid_argument, "--save", "--data");
+  }
+  BOOST_TEST(slurp(text) == "the training text\n");
+  // A checkpoint being resumed is read: only its own continuation may save over it.
+  const std::string ck = dir.file("ck.safetensors");
+  write_run_checkpoint(ck);
+  const std::vector<InputFile> resumed = {{"--resume", ck, InputKind::checkpoint}};
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--write-config", ck, OutputKind::config}}, {.overwrite = true, .inputs = resumed}),
+                       std::invalid_argument, "--write-config", "checkpoint being resumed");
+  prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {.inputs = resumed});
+}
+
+BOOST_AUTO_TEST_CASE(a_configuration_read_is_replaced_only_by_a_configuration_when_it_is_ours) {
+  TempDir dir;
+  const std::string mine = dir.file("mine.toml"), ours = dir.file("config.toml");
+  spit(mine, "# my settings, by hand\nlr = 0.01\n");
+  spit(ours, std::string(kConfigMarker) + " (run it with train_sequence --config FILE)\nlr = 0.01\n");
+  for (const std::string& config : {mine, ours}) {
+    const std::vector<InputFile> read = {{"--config", config, InputKind::config}};
+    AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", config, OutputKind::metrics_log}}, {.overwrite = true, .inputs = read}),
+                         std::invalid_argument, "--log", "--config");
+    AG_CHECK_THROWS_WITH(prepare_outputs({{"--save", config, OutputKind::checkpoint}}, {.overwrite = true, .inputs = read}),
+                         std::invalid_argument, "--save", "--config");
+  }
+  // A user's configuration is theirs, even with --overwrite.
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--write-config", mine, OutputKind::config}},
+                                       {.overwrite = true, .inputs = {{"--config", mine, InputKind::config}}}),
+                       std::invalid_argument, "--write-config", "--config");
+  BOOST_TEST(slurp(mine) == "# my settings, by hand\nlr = 0.01\n");
+  // The run's own copy, read back to repeat the run (the README's "one change"), is the run's again.
+  prepare_outputs({{"the configuration copy", ours, OutputKind::config}}, {.inputs = {{"--config", ours, InputKind::config}}});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

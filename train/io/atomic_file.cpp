@@ -8,11 +8,15 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
+
+#include "attograd/train/io/crc32c.h"
 
 namespace ag {
 
@@ -37,26 +41,47 @@ const char* file_kind(mode_t mode) {
   return "not a regular file";
 }
 
-// "<base>.tmp-<pid>-<n>" -> pid, or 0 when `name` is not a temporary of `base`.
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The tag of temporary_path(): a CRC-32C of what the name says, behind a prefix of our own.
+std::string temporary_tag(const std::string& base, long pid, unsigned n) {
+  const std::string said = "attograd temporary " + base + " " + std::to_string(pid) + " " + std::to_string(n);
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(crc32c(said.data(), said.size())));
+  return hex;
+}
+
+std::string temporary_name(const std::string& base, long pid, unsigned n) {
+  return base + ".tmp-" + std::to_string(pid) + "-" + std::to_string(n) + "-" + temporary_tag(base, pid, n);
+}
+
+// The pid in `name` when it is one of our temporaries of `base` (the name we would give it,
+// tag and all), else 0.
 pid_t temporary_owner(const std::string& name, const std::string& base) {
   const std::string prefix = base + ".tmp-";
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return 0;
-  const std::string rest = name.substr(prefix.size());
-  const size_t dash = rest.find('-');
-  if (dash == 0 || dash == std::string::npos || dash + 1 == rest.size()) return 0;
-  for (size_t i = 0; i < rest.size(); ++i) {
-    if (i != dash && (rest[i] < '0' || rest[i] > '9')) return 0;
-  }
-  if (dash > 9) return 0;
-  return static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+  if (name.compare(0, prefix.size(), prefix) != 0) return 0;
+  const char* end = name.data() + name.size();
+  long pid = 0;
+  unsigned n = 0;
+  const auto [after_pid, pid_error] = std::from_chars(name.data() + prefix.size(), end, pid);
+  if (pid_error != std::errc() || after_pid == end || *after_pid != '-' || pid <= 0 || pid > INT_MAX) return 0;
+  if (std::from_chars(after_pid + 1, end, n).ec != std::errc()) return 0;
+  return name == temporary_name(base, pid, n) ? static_cast<pid_t>(pid) : 0;
 }
 
 }  // namespace
 
+std::string temporary_path(const std::string& path, long pid, unsigned n) {
+  const size_t slash = path.find_last_of('/');
+  return path.substr(0, slash == std::string::npos ? 0 : slash + 1) + temporary_name(base_name(path), pid, n);
+}
+
 int remove_stale_temporaries(const std::string& path) {
   const std::string dir = directory_of(path);
-  const size_t slash = path.find_last_of('/');
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string base = base_name(path);
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return 0;
   int removed = 0;
@@ -65,7 +90,11 @@ int remove_stale_temporaries(const std::string& path) {
     const pid_t owner = temporary_owner(name, base);
     // Only a process that no longer exists cannot finish its save; a live one's file stays.
     if (owner <= 0 || owner == ::getpid() || ::kill(owner, 0) == 0 || errno != ESRCH) continue;
-    if (::unlink((dir + "/" + name).c_str()) == 0) ++removed;
+    // What a save of ours leaves is a regular file of this user; a link or another user's file is not.
+    const std::string file = dir + "/" + name;
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    if (::unlink(file.c_str()) == 0) ++removed;
   }
   ::closedir(d);
   return removed;
@@ -78,7 +107,7 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   // makes a leftover temporary from a crashed run a retry, never a shared file.
   static std::atomic<unsigned> counter{0};
   for (int attempt = 0; attempt < 100; ++attempt) {
-    temp_path_ = path_ + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    temp_path_ = temporary_path(path_, ::getpid(), counter++);
     fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ >= 0) return;
     if (errno != EEXIST) break;
@@ -100,20 +129,26 @@ void AtomicFile::discard() noexcept {
   if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
 }
 
-void AtomicFile::write(const void* data, size_t bytes) {
-  if (fd_ < 0) throw std::logic_error("AtomicFile::write: '" + path_ + "' was already committed or discarded");
+int write_all(int fd, const void* data, size_t bytes) {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
-    const ssize_t n = ::write(fd_, p, bytes);
+    const ssize_t n = ::write(fd, p, bytes);
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int err = errno;
-      discard();
-      throw std::runtime_error("cannot write '" + path_ + "': writing the temporary file failed: " +
-                               system_reason(err) + " (the previous file, if any, is unchanged)");
+      return errno;
     }
     p += n;
     bytes -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+void AtomicFile::write(const void* data, size_t bytes) {
+  if (fd_ < 0) throw std::logic_error("AtomicFile::write: '" + path_ + "' was already committed or discarded");
+  if (const int err = write_all(fd_, data, bytes); err != 0) {
+    discard();
+    throw std::runtime_error("cannot write '" + path_ + "': writing the temporary file failed: " +
+                             system_reason(err) + " (the previous file, if any, is unchanged)");
   }
 }
 

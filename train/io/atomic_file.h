@@ -3,7 +3,7 @@
 // complete new one, never a half-written file, and a failure at any point leaves the old file
 // untouched and removes the temporary.
 //
-//   AtomicFile out(path);          // creates "<path>.tmp-<pid>-<n>"
+//   AtomicFile out(path);          // creates "<path>.tmp-<pid>-<n>-<tag>"
 //   out.write(header.data(), header.size());
 //   out.commit();                  // fsync + rename; without commit() the destructor discards
 //
@@ -48,8 +48,20 @@ void write_file_atomically(const std::string& path, std::string_view contents);
 // many bytes as its size when opened.
 std::string read_file(const std::string& path);
 
-// Removes the temporaries "<path>.tmp-<pid>-<n>" that a killed save of `path` left behind (their
-// process no longer exists); returns how many. AtomicFile calls it before every save.
+// The name AtomicFile gives the n-th temporary of `path` in process `pid`:
+// "<path>.tmp-<pid>-<n>-<tag>", where the tag is 8 hex digits of a CRC-32C over the file name,
+// the pid and n. The tag is how a temporary proves it was made here: a user's file that merely
+// looks like one ("ck.tmp-123-0", or the right shape with any other tag) is never ours.
+std::string temporary_path(const std::string& path, long pid, unsigned n);
+
+// Removes the temporaries that killed saves of `path` left behind, and nothing else: a file is
+// removed only when its name is a temporary_path() of `path` (tag included), its process no
+// longer exists, and it is a regular file (not a link) owned by this user. Returns how many.
+// AtomicFile calls it before every save.
 int remove_stale_temporaries(const std::string& path);
+
+// Writes all `bytes` to the descriptor, retrying short writes and EINTR: 0, or the errno of the
+// failed write (EPIPE when the reader of a pipe has gone, ENOSPC on a full disk, ...).
+int write_all(int fd, const void* data, size_t bytes);
 
 }  // namespace ag

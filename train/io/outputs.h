@@ -1,16 +1,29 @@
-// The files a training run writes, checked before its first step: a run that would fail at its
-// first save, or destroy a file the user has, fails at once with the reason instead.
+// The files a training run writes, checked before its first step and owned by it until it ends:
+// a run that would fail at its first save, destroy a file the user has, or share an output with
+// another run, fails at once with the reason instead.
 //
-//   prepare_outputs({{"--save", ckpt}, {"--log", log}, {"--plot", plot}}, {.resume = resumed});
+//   OutputLocks held = prepare_outputs({{"--save", ckpt}, {"--log", log}, {"--plot", plot}},
+//                                      {.resume = resumed, .inputs = {{"--data", text}}});
 //
 // For every output (an empty path is skipped): its directory is created when missing and must
 // be writable; the path must not be a directory or a special file. No two outputs may be the
-// same file (after symlinks and hard links), and no output but the checkpoint may be the
-// checkpoint being resumed. An existing file is replaced only when it is what this output
-// writes anyway: the checkpoint being resumed, our own metrics log, plot or configuration (told
-// by how our writers start them, not by the file's type). Anything else (a
-// checkpoint of another run, a file of the user's) needs `overwrite`. Every refusal is
-// std::invalid_argument naming the role (e.g. the flag) and the path.
+// same file, and no output may be a file the run reads (the inputs: --data, --resume, --config),
+// with or without `overwrite`; "the same file" is the same device and inode when both exist (so
+// symlinks and hard links count), or the same canonical path. An input may only be carried on
+// by an output of its own kind: the checkpoint being resumed is saved over, and a configuration
+// these programs wrote (kConfigMarker) is replaced by the run's configuration. An existing file
+// is replaced only when it is what this output writes anyway: the checkpoint being resumed, our
+// own metrics log, plot or configuration (told by how our writers start them, not by the file's
+// type). Anything else (a checkpoint of another run, a file of the user's) needs `overwrite`.
+// Every refusal is std::invalid_argument naming the role (e.g. the flag) and the path.
+//
+// One owner per output: prepare_outputs() locks every output (flock on "<path>.lock", beside the
+// file its symlinks lead to) and the returned OutputLocks holds them until it is destroyed; the
+// kernel drops them when the process dies however it dies. A second run on a locked path is
+// refused, naming the pid that holds it. A lock file whose process is gone is taken over; one
+// that is not a lock of ours (a file of the user's named like one) is refused and kept. The lock
+// files are removed when the locks are released. Hard links to one file under two names are not
+// caught by the lock (they are by the checks above, within one run).
 #pragma once
 
 #include <string>
@@ -24,6 +37,8 @@ enum class OutputKind { checkpoint, metrics_log, plot, config };
 // plots: how prepare_outputs() recognises files it may replace.
 inline constexpr const char* kConfigMarker = "# attograd configuration";
 inline constexpr const char* kPlotMarker = "<desc>attograd metrics plot</desc>";
+// What a lock file holds: this, then the holder's pid and a newline.
+inline constexpr const char* kLockMarker = "attograd output lock held by pid ";
 
 struct OutputFile {
   std::string role;  // how the user named it, e.g. "--save"
@@ -31,11 +46,43 @@ struct OutputFile {
   OutputKind kind = OutputKind::checkpoint;
 };
 
+enum class InputKind { data, checkpoint, config };
+
+struct InputFile {
+  std::string role;  // how the user named it, e.g. "--data"
+  std::string path;  // empty: none
+  InputKind kind = InputKind::data;
+};
+
 struct OutputPolicy {
   std::string resume{};    // the checkpoint this run continues, empty for a fresh run
   bool overwrite = false;  // replace existing files of other runs
+  std::vector<InputFile> inputs{};  // what the run reads: never written
 };
 
-void prepare_outputs(const std::vector<OutputFile>& outputs, const OutputPolicy& policy);
+// The locks on a run's outputs; released (and their files removed) when destroyed.
+class OutputLocks {
+ public:
+  OutputLocks() = default;
+  ~OutputLocks();
+  OutputLocks(OutputLocks&& other) noexcept;
+  OutputLocks& operator=(OutputLocks&& other) noexcept;
+  OutputLocks(const OutputLocks&) = delete;
+  OutputLocks& operator=(const OutputLocks&) = delete;
+
+  // Locks `out` (see above); std::invalid_argument naming it when another process holds it.
+  void add(const OutputFile& out);
+
+ private:
+  void release() noexcept;
+
+  struct Held {
+    std::string lock_path;
+    int fd;
+  };
+  std::vector<Held> held_;
+};
+
+OutputLocks prepare_outputs(const std::vector<OutputFile>& outputs, const OutputPolicy& policy);
 
 }  // namespace ag
