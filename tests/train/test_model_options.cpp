@@ -1,6 +1,7 @@
 // The options of models, tasks and the loop through the JSON a checkpoint stores (one field
 // list per struct, read both ways), and bad JSON refused; the enums' names both ways.
 #include "attograd/train/io/checkpoint_metadata.h"
+#include "attograd/train/io/json_text.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
 #include "attograd/train/trainer.h"
@@ -89,6 +90,33 @@ BOOST_AUTO_TEST_CASE(every_field_is_required_with_its_type_and_named_when_wrong)
   // What the struct's own validate() refuses is named with the parser in front.
   AG_CHECK_THROWS_WITH(sequence_task_options_from_json(sequence_task_options_to_json({.vocab_size = 1})),
                        std::invalid_argument, "sequence_task_options_from_json: task reverse: vocab_size must lie in");
+}
+
+// A field added to a stored struct later is marked kKeepIfAbsent: older documents without it
+// read with the base's value; a present one is still checked.
+BOOST_AUTO_TEST_CASE(a_field_added_later_keeps_its_default_when_absent) {
+  struct Later {
+    int64_t width = 0;
+    double beta = 0.9;
+    LrDecay decay = LrDecay::cosine;
+  };
+  constexpr auto fields = [](auto& o, auto&& field) {
+    field("width", o.width), field("beta", o.beta, kKeepIfAbsent);
+    field("decay", o.decay, lr_decay_name, parse_lr_decay, kKeepIfAbsent);
+  };
+  BOOST_TEST(fields_to_json(Later{.width = 3, .beta = 0.5, .decay = LrDecay::linear}, fields).dump() ==
+             R"({"width":3,"beta":0.5,"decay":"linear"})");
+  const Later old = fields_from_json(R"({"width":4})", fields, "later: ", Later{});
+  BOOST_TEST(old.width == 4);
+  BOOST_TEST(old.beta == 0.9);
+  BOOST_TEST((old.decay == LrDecay::cosine));
+  const Later now = fields_from_json(R"({"width":4,"beta":0.5,"decay":"linear"})", fields, "later: ", Later{});
+  BOOST_TEST(now.beta == 0.5);
+  BOOST_TEST((now.decay == LrDecay::linear));
+  AG_CHECK_THROWS_WITH(fields_from_json(R"({"width":4,"beta":"x"})", fields, "later: ", Later{}), std::invalid_argument,
+                       "later: \"beta\" must be a number");
+  AG_CHECK_THROWS_WITH(fields_from_json(R"({"beta":0.5})", fields, "later: ", Later{}), std::invalid_argument,
+                       "later: missing \"width\"");
 }
 
 // Every value of every enum a checkpoint or a flag names reads back from its name; a name that

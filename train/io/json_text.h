@@ -120,8 +120,8 @@ Options validated(Options o, const std::string& op) {
 
 // An options struct's fields, listed once and read in both directions. The list is a generic
 // lambda calling field(key, member) for each field in the file's order; an enum member adds its
-// name and parse functions. int64_t is a JSON integer, double a number, bool a boolean and
-// uint64_t a seed (seed_json).
+// name and parse functions (then kKeepIfAbsent, below, if marked). int64_t is a JSON integer,
+// double a number, bool a boolean and uint64_t a seed (seed_json).
 //
 //   constexpr auto kFields = [](auto& o, auto&& field) {
 //     field("d_model", o.d_model);  field("dropout", o.dropout);
@@ -129,12 +129,17 @@ Options validated(Options o, const std::string& op) {
 //   };
 //   std::string text = fields_to_json(options, kFields).dump();
 //   Options back = fields_from_json(text, kFields, "options_from_json: ", Options{});
+// A field marked with kKeepIfAbsent may be missing from a document (one written before the
+// field existed): reading then keeps `base`'s value. It is always written.
+struct KeepIfAbsent {};
+inline constexpr KeepIfAbsent kKeepIfAbsent{};
+
 template <typename Options, typename Fields>
 OrderedJson fields_to_json(const Options& o, Fields fields) {
   OrderedJson j = OrderedJson::object();
-  fields(o, [&]<typename T>(const char* key, const T& value, auto... name_parse) {
-    if constexpr (sizeof...(name_parse) > 0) {
-      j[key] = std::get<0>(std::tuple(name_parse...))(value);
+  fields(o, [&]<typename T>(const char* key, const T& value, [[maybe_unused]] auto... extra) {
+    if constexpr (std::is_enum_v<T>) {
+      j[key] = std::get<0>(std::tuple(extra...))(value);
     } else if constexpr (std::is_same_v<T, uint64_t>) {
       j[key] = seed_json(value);
     } else {
@@ -154,9 +159,10 @@ Options fields_from_json(const std::string& text, Fields fields, const std::stri
   const Json j = parse_options_object(text, known, op);
   const OptionFields f{j, op, text};
   return prefixed(op, [&] {
-    fields(base, [&]<typename T>(const char* key, T& value, auto... name_parse) {
-      if constexpr (sizeof...(name_parse) > 0) {
-        value = std::get<1>(std::tuple(name_parse...))(f.string(key));
+    fields(base, [&]<typename T>(const char* key, T& value, auto... extra) {
+      if ((std::is_same_v<decltype(extra), KeepIfAbsent> || ...) && !f.has(key)) return;
+      if constexpr (std::is_enum_v<T>) {
+        value = std::get<1>(std::tuple(extra...))(f.string(key));
       } else if constexpr (std::is_same_v<T, int64_t>) {
         value = f.integer(key);
       } else if constexpr (std::is_same_v<T, double>) {
