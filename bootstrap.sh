@@ -9,6 +9,7 @@
 # Every stage (packages, configure, and with --run build and run) prints one line when it
 # starts and one with its elapsed time when it ends.
 set -euo pipefail
+caller=$PWD  # the program of --run writes its outputs (runs/) here, as when started by hand
 cd "$(dirname "$0")"
 
 program=""
@@ -20,8 +21,9 @@ if [ "${1:-}" = "--run" ]; then
   program=$2
   shift 2
   if [ ! -f "examples/$program.cpp" ]; then
-    echo "bootstrap: examples/$program.cpp does not exist: PROGRAM is one of" \
-      "$(cd examples && ls -- *.cpp | sed 's/\.cpp$//' | tr '\n' ' ')" >&2
+    programs=(examples/*.cpp)
+    programs=("${programs[@]#examples/}")
+    echo "bootstrap: examples/$program.cpp does not exist: PROGRAM is one of ${programs[*]%.cpp}" >&2
     exit 2
   fi
 elif [ $# -gt 0 ]; then
@@ -86,8 +88,9 @@ begin build "the library and build/examples/$program (ninja -C build -j2 example
 ninja -C build -j2 "examples/$program"
 end
 
-begin run "build/examples/$program $*"
+begin run "build/examples/$program${*:+ $*} (in $caller)"
 status=0
-"build/examples/$program" "$@" || status=$?
+binary="$PWD/build/examples/$program"
+(cd "$caller" && "$binary" "$@") || status=$?
 end "exit status $status"
 exit "$status"
