@@ -6,23 +6,17 @@
 # the statements go into main(), which exits 0 when the block's gradient check passes.
 # Usage: run_readme_example.sh SOURCE_ROOT BUILD_ROOT   (meson test passes both)
 set -euo pipefail
-
-if [ $# -ne 2 ]; then
-  echo "usage: $0 SOURCE_ROOT BUILD_ROOT" >&2
-  exit 2
-fi
-src=$(cd "$1" && pwd)
-build=$(cd "$2" && pwd)
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-
+src=$(cd "${1:?usage: run_readme_example.sh SOURCE_ROOT BUILD_ROOT}" && pwd)
+build=$(cd "${2:?usage: run_readme_example.sh SOURCE_ROOT BUILD_ROOT}" && pwd)
 block=$(awk '/^```cpp$/ { inside = 1; next } inside && /^```$/ { exit } inside' "$src/README.md")
 if [ -z "$block" ]; then
   echo "run_readme_example: README.md has no \`\`\`cpp block" >&2
   exit 1
 fi
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
 {
   echo "#include <iostream>"
   grep -E '^(#include|using namespace)' <<<"$block"
@@ -34,8 +28,7 @@ fi
 } >example.cpp
 
 # A sanitizer build of the library needs a consumer built with the same sanitizers.
-sanitize=$(meson introspect "$build" --buildoptions |
-  python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "b_sanitize"))')
+sanitize=$(meson configure "$build" | awk '$1 == "b_sanitize" { print $2 }')
 extra=()
 [ "$sanitize" = none ] || extra=(-fsanitize="$sanitize")
 
