@@ -47,8 +47,8 @@ inline constexpr double kTrainingLossAtol = 1e-4;
 // float32 against a float64 reference, the way PyTorch's compiler tests judge a float32 result
 // (torch._dynamo's `same` with `fp64_ref`): not "close to PyTorch's float32 numbers" but "no
 // further from the float64 answer than PyTorch's own float32 result is". Rounding error grows
-// with the size of the sums and the values, so a fixed atol that fits d_model 16 fails
-// PyTorch itself at d_model 512; this rule scales with PyTorch's own error instead.
+// with the size of the sums and the values, so a fixed atol that fits d_model 16 can fail a
+// correct result at d_model 512; this rule scales with PyTorch's own error instead.
 // attograd's largest |actual - reference| may be at most
 //   kReferenceFactor * PyTorch's largest |expected - reference|
 //   + kReferenceFloor + 2^-23 * max |reference|   (one float32 rounding of the largest value).
