@@ -554,6 +554,10 @@ int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
     }
   } catch (const UsageError& e) {
     status = usage_error(e);  // what only the run can see, e.g. a text too short for the context
+  } catch (const RanksDisagree& e) {
+    // Every rank found the same difference and ends alone: no abort racing the others' aborts.
+    std::cerr << comm.abort_line(program + ": error: " + e.what()) << "\n";
+    return 1;
   } catch (const std::exception& e) {
     if (comm.size() > 1) comm.abort(program + ": error: " + e.what(), 1);
     std::cerr << program << ": error: " << e.what() << "\n";

@@ -24,7 +24,7 @@
 // evaluate(), so after a resume), the ranks compare what must be the same on each of them
 // (train/dist/agreement.h): options.identity (the program's configuration), the job's kind and
 // metadata, the trajectory options, the evaluation cadence and target, the batch, the resumed
-// step and every parameter's name, dtype and shape. A difference is a std::invalid_argument on
+// step and every parameter's name, dtype and shape. A difference is a RanksDisagree on
 // every rank naming it; then the batch is split and rank 0's parameters are broadcast.
 //
 // Checkpoints (train/io/checkpoint.h) hold the parameters, the optimizer state, the default

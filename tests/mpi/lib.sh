@@ -6,6 +6,17 @@
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+# enter_scratch_dir KEEP: cd into a new directory, removed at exit unless KEEP is non-empty.
+enter_scratch_dir() {
+  work=$(mktemp -d)
+  [ -n "$1" ] || trap 'rm -rf "$work"' EXIT
+  echo "work dir $work"
+  cd "$work" || exit 1
+}
 # rank_pid PID R: the process of rank R in the job whose `timeout` has PID (timeout -> mpirun -> ranks).
 rank_pid() {
   local launcher p

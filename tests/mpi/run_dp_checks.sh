@@ -22,13 +22,7 @@ gpt=$4
 s2s=$5
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 np2() { timeout 120 "$mpirun" --oversubscribe -np 2 "$@"; }
-work=$(mktemp -d)
-[ -n "${DP_CHECK_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT; echo "work dir $work"
-cd "$work" || exit 1
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+enter_scratch_dir "${DP_CHECK_KEEP:-}"
 
 # --- 1. the library --------------------------------------------------------------------------
 out=$(np2 "$check" 2>&1) || fail "mpirun -np 2 dp_check: $out"

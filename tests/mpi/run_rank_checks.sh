@@ -17,13 +17,7 @@ seq=$3
 gpt=$4
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 np() { timeout 120 "$mpirun" --oversubscribe "$@"; }
-work=$(mktemp -d)
-[ -n "${RANK_CHECK_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT; echo "work dir $work"
-cd "$work" || exit 1
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
+enter_scratch_dir "${RANK_CHECK_KEEP:-}"
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
 seq 1 4000 | tr '\n' ' ' >text.txt

@@ -110,7 +110,7 @@ void require_same_identity(Communicator& comm, const RunIdentity& identity) {
     message += "; and " + std::to_string(found.size() - kShownDifferences) + " more difference" +
                (found.size() - kShownDifferences == 1 ? "" : "s");
   }
-  throw std::invalid_argument(message);
+  throw RanksDisagree(message);
 }
 
 }  // namespace ag

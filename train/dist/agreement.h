@@ -10,6 +10,7 @@
 //   require_same_identity(Communicator::world(), id);   // throws on every rank alike
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,13 @@
 #include "attograd/train/dist/communicator.h"
 
 namespace ag {
+
+// What require_same_identity() throws, on every rank alike: each rank can end by itself, with
+// no need for Communicator::abort.
+class RanksDisagree : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 
 // Named values, in a fixed order: ("--layers", "2"), ("tensor h.0.ln.weight", "f32 (32)").
 using RunIdentity = std::vector<std::pair<std::string, std::string>>;
@@ -32,7 +40,7 @@ RunIdentity configuration_identity(const std::string& toml, const std::vector<st
 
 // Every rank calls it with its own identity, before any other collective of the run. It
 // all-gathers a 64-bit hash of the identity and returns when every rank's is the same; otherwise
-// it gathers the identities themselves and throws std::invalid_argument on every rank with the
+// it gathers the identities themselves and throws RanksDisagree on every rank with the
 // same message, naming the first differing items with rank 0's value and the other rank's.
 void require_same_identity(Communicator& comm, const RunIdentity& identity);
 

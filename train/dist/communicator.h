@@ -89,13 +89,13 @@ class Communicator {
   // Prints "attograd: rank R of N: message" to stderr and ends every rank of the job with exit
   // status `code` (alone: this process).
   [[noreturn]] void abort(const std::string& message, int code = 1);
+  // "attograd: rank R of N: message", the line abort() prints.
+  std::string abort_line(const std::string& message) const;
 
  private:
   Communicator();
-  // Shared by both builds (communicator.cpp): the checks of a collective's tensor, and the line
-  // abort() prints.
+  // Shared by both builds (communicator.cpp): the checks of a collective's tensor.
   static void check_tensor(const Tensor& t, const char* op);
-  std::string abort_line(const std::string& message) const;
   // ATTOGRAD_COLLECTIVE_TIMEOUT's seconds, kDefaultTimeoutS when it is unset; abort() (exit 2)
   // when it is not a number above 0.
   double timeout_from_environment();
