@@ -40,7 +40,7 @@ int run(const TrainGPTArgs& a) {
   std::ostringstream title, about;
   title << "GPT on " << std::filesystem::path(data).filename().string() << ": " << m.n_layers << " layers, d_model "
         << m.d_model << ", context " << m.block_size;
-  run.prepare(kGPTRunDir, title.str());
+  run.prepare(a.data_path.empty() ? "fortunes" : std::filesystem::path(data).stem().string(), title.str());
 
   GPT model(m);
   GPTJob job(model, tokenizer, tokens, options);
@@ -56,7 +56,7 @@ int run(const TrainGPTArgs& a) {
 
   std::cout << std::fixed << std::setprecision(4) << "final train loss " << s.train_loss << ", validation loss "
             << s.eval.loss << " (nats per token)\n";
-  return run.finish(s, ", sample with generate --checkpoint " + a.save_path);
+  return run.finish(s, ", sample with generate --checkpoint " + run.checkpoint_path());
 }
 
 }  // namespace

@@ -15,11 +15,11 @@
 
 namespace ag {
 
-// Where a run writes when no flag says otherwise (generate's README command reads the checkpoint).
-inline constexpr const char* kGPTRunDir = "runs/gpt";
-
 struct TrainGPTArgs : TrainingArgs {
-  static constexpr ProgramInfo kInfo{.name = "train_gpt", .holds = "model, tokenizer", .outputs = kGPTRunDir, .target = false};
+  // A run's directory is runs/train_gpt/<the text's name>/<n>, its checkpoint ckpt.safetensors
+  // there (generate's README command reads runs/train_gpt/fortunes/latest/ckpt.safetensors).
+  static constexpr ProgramInfo kInfo{
+      .name = "train_gpt", .holds = "model, tokenizer", .outputs = "<text>", .target = false, .saves = true};
 
   std::string data_path;           // empty: Debian's fortunes
   std::string tokenizer = "char";  // char | byte
@@ -33,8 +33,6 @@ struct TrainGPTArgs : TrainingArgs {
     // The step budget: about a minute on two quiet cores, a few on a busy machine (README).
     trainer = {.optimizer = OptimizerKind::adamw, .lr = 2e-3, .min_lr = 2e-4, .weight_decay = 0.1,
                .warmup_steps = 30, .schedule = LrDecay::cosine, .steps = 300, .clip_norm = 1.0, .eval_every = 50};
-    log_path = std::string(kGPTRunDir) + "/metrics.jsonl";
-    plot_path = std::string(kGPTRunDir) + "/plot.svg";
   }
 
   void declare(Flags& f) {
@@ -57,8 +55,6 @@ struct TrainGPTArgs : TrainingArgs {
   }
 
   void finish(const CommandLine& line) {
-    // With --resume the checkpoint is saved over by default, so that the run goes on in one file.
-    if (save_path.empty()) save_path = line.resuming ? resume_path : std::string(kGPTRunDir) + "/ckpt.safetensors";
     job.seed = seed;
     inputs.push_back({"--data", data_path});
     if (!line.resuming) check_heads(model.d_model, model.n_head);

@@ -37,7 +37,7 @@ int run(const TrainSeq2SeqArgs& a) {
   std::ostringstream title, about;
   title << seq2seq_task_name(task.kind) << ": lengths " << task.min_len << "-" << task.max_len << ", d_model "
         << m.d_model << ", " << layers << " layers";
-  run.prepare(std::string("runs/") + seq2seq_task_name(task.kind), title.str());
+  run.prepare(seq2seq_task_name(task.kind), title.str());
 
   Seq2Seq model(m);
   Seq2SeqJob job(model, task, a.eval_sequences);

@@ -17,7 +17,7 @@
 namespace ag {
 
 struct TrainSeq2SeqArgs : TrainingArgs {
-  static constexpr ProgramInfo kInfo{.name = "train_seq2seq", .holds = "model, task", .outputs = "runs/<task>"};
+  static constexpr ProgramInfo kInfo{.name = "train_seq2seq", .holds = "model, task", .outputs = "<task>"};
 
   // reverse-var over 10 symbols, 1 to 8 long; addition takes 1 to 8 digits per operand.
   Seq2SeqTaskOptions task{.kind = Seq2SeqTaskKind::reverse_var, .symbols = 10, .min_len = 1, .max_len = 8,

@@ -40,7 +40,7 @@ int run(const TrainSequenceArgs& a) {
   std::ostringstream title, about;
   title << sequence_task_name(task.kind) << ": vocab " << task.vocab_size << ", length " << task.seq_len << ", d_model "
         << m.d_model << ", " << m.n_layers << " layers";
-  run.prepare(std::string("runs/") + sequence_task_name(task.kind), title.str());
+  run.prepare(sequence_task_name(task.kind), title.str());
 
   SequenceModel model(m);
   SequenceJob job(model, task, a.eval_sequences);

@@ -17,7 +17,7 @@
 namespace ag {
 
 struct TrainSequenceArgs : TrainingArgs {
-  static constexpr ProgramInfo kInfo{.name = "train_sequence", .holds = "model, task", .outputs = "runs/<task>"};
+  static constexpr ProgramInfo kInfo{.name = "train_sequence", .holds = "model, task", .outputs = "<task>"};
 
   SequenceTaskOptions task;     // seed = --seed
   SequenceModelOptions model;   // vocab and max_len follow the task

@@ -102,17 +102,39 @@ inline std::string explain(const std::string& message, const std::string& config
   return "config file '" + config_path + "': " + message;
 }
 
+// Where a shipped configuration is found by its name (`--config seq2seq-addition`): installed
+// under the data directory, and in the source tree for programs run from the build tree.
+#ifndef ATTOGRAD_CONFIG_DIRS
+#define ATTOGRAD_CONFIG_DIRS ""
+#endif
+
 // The --config file named in argv ("" for none), looked at before CLI11 opens it: CLI11 would
 // read anything, and a FIFO blocks while /dev/zero never ends. UsageError unless it is a
-// regular file of at most 1 MiB.
-inline std::string checked_config_path(const std::vector<std::string>& argv) {
-  std::string path;
+// regular file of at most 1 MiB. A plain name that is no file here is a shipped configuration
+// (NAME.toml in ATTOGRAD_CONFIG_DIRS); argv's --config is then rewritten to that file.
+inline std::string checked_config_path(std::vector<std::string>& argv) {
+  size_t at = argv.size();  // the value's index
   for (size_t i = 0; i < argv.size(); ++i) {
-    if (argv[i] == "--config" && i + 1 < argv.size()) path = argv[i + 1];
-    if (argv[i].rfind("--config=", 0) == 0) path = argv[i].substr(9);
+    if (argv[i].rfind("--config=", 0) == 0) {
+      const std::string value = argv[i].substr(9);
+      argv[i] = "--config";
+      argv.insert(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, value);
+    }
+    if (argv[i] == "--config" && i + 1 < argv.size()) at = i + 1;
   }
-  if (path.empty()) return path;
+  if (at == argv.size() || argv[at].empty()) return "";
+  std::string path = argv[at];
   std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && path.find('/') == std::string::npos) {
+    std::istringstream dirs(ATTOGRAD_CONFIG_DIRS);
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      const std::string shipped = dir + "/" + path + (path.ends_with(".toml") ? "" : ".toml");
+      if (!dir.empty() && std::filesystem::is_regular_file(shipped, ec)) {
+        path = argv[at] = shipped;
+        break;
+      }
+    }
+  }
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) throw UsageError("--config: '" + path + "' does not exist");
   if (!std::filesystem::is_regular_file(status)) throw UsageError("--config: '" + path + "' is not a regular file");
@@ -165,8 +187,9 @@ inline std::string configuration_text(const std::string& toml, const std::string
 struct ProgramInfo {
   const char* name;      // "train_sequence": messages and the configuration's first line
   const char* holds;     // what its checkpoints fix besides the optimizer: "model, task"
-  const char* outputs;   // where the outputs go unless flags say otherwise: "runs/<task>"
+  const char* outputs;   // what names a run's directory, runs/<program>/<this>/<n>: "<task>"
   bool target = true;    // its job measures an accuracy: --target-acc stops the run there
+  bool saves = false;    // a fresh run saves a checkpoint in its directory unless --save says where
 };
 
 // The flags every training program has, bound to TrainerOptions and the run's files.
@@ -174,13 +197,14 @@ struct TrainingArgs {
   TrainerOptions trainer;
   uint64_t seed = 0;  // the initialisation, the dropout masks and the training data
   // The checkpoint (at every evaluation and at the end), the one to continue, and the metrics
-  // log and plot (empty: under the program's outputs directory).
-  std::string save_path, resume_path, log_path, plot_path;
+  // log and plot (empty: in the run's directory), and that directory's name (empty: a number).
+  std::string save_path, resume_path, log_path, plot_path, run_name;
   std::string config_path, write_config_path;  // --config, --write-config
   std::string config_text;                     // the effective configuration as TOML
   std::string threads = "auto", optimizer, schedule;  // resolved into trainer
   std::string usage;                           // --help's text or --version's line: print it and stop
   std::vector<InputFile> inputs;               // what the run reads: never one of its outputs
+  const ProgramInfo* program = nullptr;        // the program's Args::kInfo
   bool overwrite = false, quiet = false;
 };
 
@@ -212,6 +236,7 @@ class Flags {
   }
   CLI::Option* path(const char* flag, std::string& into, const std::string& help) {
     const auto given = [](std::string& p) { return p.empty() ? std::string("the path is empty") : std::string(); };
+    paths_.push_back({flag, &into});
     return add(app_.add_option(flag, into, help)->check(CLI::Validator(given, "PATH")));
   }
   CLI::Option* flag(const char* name, bool& into, const std::string& help) { return add(app_.add_flag(name, into, help)); }
@@ -222,6 +247,22 @@ class Flags {
   CLI::App& app() { return app_; }
   const std::vector<std::string>& from_checkpoint() const { return checkpointed_; }
 
+  // A config file's paths are relative to the file: each relative path the file gave (not the
+  // command line) is joined to its directory. The configuration then written names every path
+  // absolutely, so that it means the same files wherever it is read from.
+  void anchor_paths(const std::string& config_path, const std::vector<std::string>& argv) {
+    namespace fs = std::filesystem;
+    for (auto& [flag, into] : paths_) {
+      CLI::Option* option = app_.get_option(flag);
+      if (option->count() == 0 || into->empty() || fs::path(*into).is_absolute()) continue;
+      if (!config_path.empty() && !detail::named_in(argv, flag)) {
+        *into = (fs::path(config_path).parent_path() / *into).lexically_normal().string();
+      }
+      option->clear();  // what the written configuration says
+      option->add_result(fs::absolute(*into).lexically_normal().string());
+    }
+  }
+
  private:
   CLI::Option* add(CLI::Option* option) {
     option->group(group_);
@@ -230,6 +271,7 @@ class Flags {
   }
 
   CLI::App& app_;
+  std::vector<std::pair<std::string, std::string*>> paths_;
   std::string group_ = "options";
   bool from_checkpoint_ = false;
   std::vector<std::string> checkpointed_;
@@ -322,7 +364,7 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
   f.seed(a.seed, "initialisation, dropout and training data");
 
   f.group("evaluation and output", false);
-  const std::string out = info.outputs;
+  const std::string out = "runs/" + std::string(info.name) + "/" + info.outputs + "/<n>";
   f.integer("--eval-every", t.eval_every, 1, kBig, "evaluate on held-out data every N steps");
   if (info.target) f.real("--target-acc", t.target_seq_acc, 0.0, 1.0, "stop at this held-out exact-sequence accuracy");
   add_threads_flag(f.app(), a.threads, "threads for matrix products", RL::threads)->group("evaluation and output");
@@ -331,7 +373,9 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
                                         " and optimizer come from it)");
   f.path("--log", a.log_path, "metrics, one JSON line per evaluation (default " + out + "/metrics.jsonl)");
   f.path("--plot", a.plot_path, "SVG plot of loss and accuracy (default " + out + "/plot.svg)");
-  f.flag("--overwrite", a.overwrite, "let --save, --log and --plot replace files of another run");
+  f.path("--run-name", a.run_name, "the run's directory under runs/" + std::string(info.name) + "/" + info.outputs +
+                                       "/ (default: the next free number; 'latest' links to the newest)");
+  f.flag("--overwrite", a.overwrite, "let --save, --log, --plot and --run-name replace files of another run");
   f.flag("--quiet", a.quiet, "no progress output, only the summary");
   f.path("--write-config", a.write_config_path, "write the effective configuration as TOML to FILE and exit")
       ->configurable(false);
@@ -344,7 +388,7 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
 // checkpoint decides, the optimisation flags are checked against each other; then the program's
 // finish(), and the library's own validation for whatever the checks missed.
 template <typename Args>
-Args parse_training_args(const std::vector<std::string>& argv) {
+Args parse_training_args(std::vector<std::string> argv) {
   Args a;
   CLI::App app{"", Args::kInfo.name};
   app.set_help_flag("-h,--help", "this text");
@@ -364,7 +408,8 @@ Args parse_training_args(const std::vector<std::string>& argv) {
   if (!detail::parse_command_line(app, argv, a.config_path)) {
     a.usage = std::string("attograd ") + ATTOGRAD_VERSION + "\n";  // --version
     return a;
-  }
+  }  f.anchor_paths(a.config_path, argv);
+
   const CommandLine line{app, argv, !a.resume_path.empty()};
   TrainerOptions& t = a.trainer;
   t.optimizer = line.choice("--optimizer", parse_optimizer_kind, a.optimizer);
@@ -394,6 +439,10 @@ Args parse_training_args(const std::vector<std::string>& argv) {
     if (!(t.target_seq_acc > 0)) throw UsageError("--target-acc: must be above 0");
   }
   a.inputs = {{"--resume", a.resume_path, InputKind::checkpoint}, {"--config", a.config_path, InputKind::config}};
+  a.program = &Args::kInfo;
+  if (line.resuming && line.given("--run-name")) {
+    throw UsageError("--run-name cannot be combined with --resume: a resumed run goes on in its checkpoint's directory");
+  }
   if (line.resuming && a.save_path.empty()) a.save_path = a.resume_path;  // a resumed run saves where it came from
   try {  // the program's own; whatever the checks missed, the library's validation still names
     a.finish(line);
@@ -427,7 +476,7 @@ inline std::string describe_training(const TrainerOptions& t, const std::string&
 //
 //   TrainingRun run(args, "sequence");          // the --resume checkpoint, opened once, and the options
 //   ... the model's options: from run.checkpoint() when resuming, else from the flags ...
-//   run.prepare("runs/sort", "sort: ...");      // the outputs (rank 0), the config copy, the seed
+//   run.prepare("sort", "sort: ...");           // the run's directory and outputs (rank 0), the config copy, the seed
 //   SequenceModel model(options); SequenceJob job(model, task);
 //   const TrainSummary s = run.train(job, describe(...));   // resume, Ctrl-C, the summary line
 //   ... the program's report ...
@@ -446,6 +495,7 @@ class TrainingRun {
   }
 
   const Checkpoint* checkpoint() const { return ck_ ? &*ck_ : nullptr; }
+  const std::string& checkpoint_path() const { return out_.checkpoint_path; }  // after prepare()
   // What the model and task are built from: the checkpoint's entry `key` (parsed, a complaint
   // naming the file) when resuming, else what the flags say.
   template <typename Parse, typename Options>
@@ -464,10 +514,20 @@ class TrainingRun {
   // Before anything is built: the outputs can be written and destroy nothing (over several
   // processes rank 0 alone writes them), and a fresh run's parameters are seeded. The plot's
   // title ends with the optimizer and its learning rate.
-  void prepare(const std::string& run_dir, const std::string& plot_title) {
-    out_.checkpoint_path = args_.save_path;
-    out_.log_path = args_.log_path.empty() ? run_dir + "/metrics.jsonl" : args_.log_path;
-    out_.plot_path = args_.plot_path.empty() ? run_dir + "/plot.svg" : args_.plot_path;
+  void prepare(const std::string& run_of, const std::string& plot_title) {
+    // The run's own directory, for what no flag names: a fresh run gets a new one (rank 0 makes
+    // it), a resumed run goes on in its checkpoint's.
+    const bool default_save = args_.program->saves && args_.save_path.empty();
+    if (ck_) {
+      dir_ = std::filesystem::path(args_.resume_path).parent_path().string();
+      if (dir_.empty()) dir_ = ".";
+    } else if (comm_.is_root() && (args_.log_path.empty() || args_.plot_path.empty() || default_save)) {
+      dir_ = make_run_directory("runs/" + std::string(args_.program->name) + "/" + run_of, args_.run_name,
+                                args_.overwrite);
+    }
+    out_.checkpoint_path = default_save && !ck_ ? dir_ + "/ckpt.safetensors" : args_.save_path;
+    out_.log_path = args_.log_path.empty() ? dir_ + "/metrics.jsonl" : args_.log_path;
+    out_.plot_path = args_.plot_path.empty() ? dir_ + "/plot.svg" : args_.plot_path;
     out_.plot_title = plot_title + ", " + optimizer_kind_name(trainer.optimizer) + " lr " + format_number(trainer.lr);
     // The configuration goes beside the metrics log, so that `--config` of it repeats the run.
     const std::string config_copy = (std::filesystem::path(out_.log_path).parent_path() / "config.toml").string();
@@ -497,6 +557,7 @@ class TrainingRun {
       t.resume(*ck_);
       std::cout << "resumed " << args_.resume_path << " at step " << t.step() << "\n";
     }
+    if (!dir_.empty()) std::cout << "run    " << dir_ << "\n";
     const std::string& ckpt = out_.checkpoint_path;
     if (!ckpt.empty()) std::cout << "save   " << ckpt << " at every evaluation and at the end\n";
     std::cout << description << std::flush;
@@ -520,6 +581,7 @@ class TrainingRun {
   // the exit code: 128 + the signal that stopped the run.
   int finish(const TrainSummary& s, const std::string& hint = "") {
     if (const DataParallel* dp = trainer_->data_parallel()) std::cout << dp->report() << "\n";
+    if (!dir_.empty()) std::cout << "run    " << dir_ << "\n";
     std::cout << "metrics " << out_.log_path << "\nplot    " << out_.plot_path << "\n";
     const std::string& ckpt = out_.checkpoint_path;
     if (!ckpt.empty()) std::cout << "checkpoint " << ckpt << " (continue with --resume " << ckpt << hint << ")\n";
@@ -533,6 +595,7 @@ class TrainingRun {
   TrainerOutputs out_;
   std::optional<Trainer> trainer_;
   OutputLocks locks_;  // this run alone writes its outputs, until it ends
+  std::string dir_;    // the run's directory ("" when flags name every output)
 };
 
 // The main() of the training programs: the command line (a UsageError exits 2 with a pointer

@@ -102,7 +102,7 @@ mismatch "$gpt" "$G --d-model 32 --steps 20" "$G --d-model 48 --steps 20" "--d-m
 mismatch "$gpt" "$G --layers 1 --seed 1" "$G --layers 1 --seed 2" "--seed: rank 0 has 1, rank 1 has 2"
 mismatch "$gpt" "$G --layers 1 --lr 0.002" "$G --layers 1 --lr 0.003" "--lr: rank 0 has 0.002, rank 1 has 0.003"
 G2=${G/--data text.txt/}
-mismatch "$gpt" "$G2 --layers 1 --data text.txt" "$G2 --layers 1 --data other.txt" '--data: rank 0 has "text.txt", rank 1 has "other.txt"'
+mismatch "$gpt" "$G2 --layers 1 --data text.txt" "$G2 --layers 1 --data other.txt" "the job's 'data' entry: rank 0 has"
 # The same path, another text on one rank (a node's stale copy): the data's checksum differs.
 mkdir -p d0 d1 && cp text.txt d0/text.txt && cp other.txt d1/text.txt
 start=$(date +%s%N)

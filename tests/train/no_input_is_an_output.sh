@@ -39,11 +39,11 @@ expect train_gpt 1 "--save|--data" text.txt --data text.txt --save soft.txt --ov
 expect train_gpt 1 "--log|--data" text.txt --data soft.txt --log text.txt --overwrite "${gpt[@]}"
 expect train_gpt 1 "--plot|--data" text.txt --data hard.txt --plot text.txt --overwrite "${gpt[@]}"
 expect train_gpt 1 "--write-config|--data" text.txt --data text.txt --write-config ./text.txt --overwrite "${gpt[@]}"
-# A text kept at the default log path is not replaced by the new log (no --overwrite needed to
-# replace a log, so only the input check stands in the way).
-mkdir -p runs/gpt
-cp text.txt runs/gpt/metrics.jsonl
-expect train_gpt 1 "--log|--data|metrics.jsonl" runs/gpt/metrics.jsonl --data runs/gpt/metrics.jsonl --save g.ck "${gpt[@]}"
+# A text kept where a log goes is not replaced by the new log (no --overwrite needed to replace
+# a log, so only the input check stands in the way).
+mkdir -p logs
+cp text.txt logs/metrics.jsonl
+expect train_gpt 1 "--log|--data|metrics.jsonl" logs/metrics.jsonl --data logs/metrics.jsonl --log logs/metrics.jsonl --save g.ck "${gpt[@]}"
 
 # --config against the outputs: a user's configuration is never replaced.
 printf '# my settings\nsteps = 2\nwarmup = 1\n' >mine.toml

@@ -30,9 +30,11 @@ class RanksDisagree : public std::invalid_argument {
 using RunIdentity = std::vector<std::pair<std::string, std::string>>;
 
 // The shared flags of the training programs that only place or observe one rank's run: they
-// may differ between ranks.
-inline const std::vector<std::string> kPerRankFlags = {"threads", "save",   "log",    "plot",        "quiet",
-                                                        "overwrite", "config", "resume", "write-config"};
+// may differ between ranks. The text a GPT learns (--data) is compared by its checksum in the
+// job's "data" entry, not by its path (each node may keep its copy elsewhere).
+inline const std::vector<std::string> kPerRankFlags = {"threads",  "save",   "log",          "plot",     "quiet",
+                                                        "overwrite", "config", "resume", "write-config", "run-name",
+                                                        "data"};
 
 // The `key=value` lines of a TOML configuration (comments and blank lines skipped) as items
 // ("--key", value), without the keys listed in `per_rank`.

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -253,6 +254,40 @@ OutputLocks prepare_outputs(const std::vector<OutputFile>& outputs, const Output
     if (!out.path.empty()) check_existing(out, inputs, policy.overwrite);
   }
   return locks;
+}
+
+std::string make_run_directory(const std::string& root, const std::string& name, bool replace) {
+  namespace fs = std::filesystem;
+  if (name == "latest" || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    throw std::invalid_argument("--run-name: '" + name + "' must be a plain name (no '/', not latest, . or ..)");
+  }
+  fs::create_directories(root);
+  fs::path dir;
+  if (!name.empty()) {
+    dir = fs::path(root) / name;
+    if (!fs::create_directory(dir) && !replace) {
+      throw std::invalid_argument("--run-name: '" + dir.string() +
+                                  "' already holds a run (choose another name, or --overwrite to replace its files)");
+    }
+  } else {
+    uint64_t next = 1;
+    for (const fs::directory_entry& e : fs::directory_iterator(root)) {
+      const std::string n = e.path().filename().string();
+      if (!n.empty() && n.size() < 19 && std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        next = std::max<uint64_t>(next, std::stoull(n) + 1);
+      }
+    }
+    while (!fs::create_directory(dir = fs::path(root) / std::to_string(next))) ++next;  // taken meanwhile
+  }
+  const fs::path latest = fs::path(root) / "latest";
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(latest, ec)) || fs::is_symlink(fs::symlink_status(latest, ec))) {
+    const fs::path tmp = fs::path(root) / (".latest-" + std::to_string(::getpid()));
+    fs::remove(tmp, ec);
+    fs::create_directory_symlink(dir.filename(), tmp);
+    fs::rename(tmp, latest);  // atomic: a reader sees the old run or the new one
+  }
+  return dir.string();
 }
 
 }  // namespace ag

@@ -85,4 +85,13 @@ class OutputLocks {
 
 OutputLocks prepare_outputs(const std::vector<OutputFile>& outputs, const OutputPolicy& policy);
 
+// A run's own directory under `root` (e.g. "runs/train_sequence/reverse"), so that no run
+// replaces another's files: `name` when given, else the next free number (1, 2, ...: one more
+// than the largest number there, claimed with mkdir, so two runs started together get two).
+// A named directory that exists is refused (std::invalid_argument naming it and --run-name)
+// unless `replace`. "<root>/latest" then points at it (a relative symlink, replaced atomically;
+// a "latest" that is not a symlink is left alone). A name must be one path component, not
+// "latest", "." or "..". Returns the directory's path.
+std::string make_run_directory(const std::string& root, const std::string& name, bool replace);
+
 }  // namespace ag
