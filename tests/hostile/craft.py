@@ -268,6 +268,15 @@ text = text[:-2] + ',"k000000":"again"}}'
 emit("meta-200k-dup", "fail", "duplicate", "200k __metadata__ keys, the first one repeated at the end",
      struct.pack("<Q", len(text)) + text.encode())
 
+# 150k tensor entries that are objects (the shape that reached the JSON library's slow path).
+# Without data they are more than the data section can hold, refused by their count; with one
+# F32 each (600 KB of data) the whole header is read, and the checkpoint refused by name.
+empty_entries = ",".join('"t%06d":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}' % i for i in range(150000))
+emit("entries-150k-empty", "fail", "150000 tensors", "150k empty tensor entries (objects), no data section",
+     small_file(json.loads("{" + empty_entries + "}")))
+emit("entries-150k-f32", "fail", "missing tensor", "150k tensor entries of one F32 each, otherwise the checkpoint's metadata",
+     assemble(META, [["t%06d" % i, "F32", [1], bytearray(4)] for i in range(150000)]))
+
 # ---------------------------------------------------------------- bytes changed after writing (checksum)
 emit("flip-data-first", "fail", "embed.weight", "one byte flipped: the first byte of the data section",
      flip(RAW, data_pos("embed.weight")))

@@ -24,6 +24,22 @@ uint64_t header_length(const std::string& bytes) {
   return n;
 }
 
+// Writes `bytes` and expects load_safetensors to name the file and every one of `parts`.
+void expect_rejected(const std::string& bytes, const std::vector<std::string>& parts) {
+  TempDir dir;
+  const std::string path = dir.file("bad.safetensors");
+  spit(path, bytes);
+  std::string message;
+  try {
+    load_safetensors(path);
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  BOOST_TEST_REQUIRE(!message.empty(), "no std::runtime_error for a corrupt file");
+  BOOST_TEST(message.find("safetensors '" + path + "'") != std::string::npos, message);
+  for (const std::string& p : parts) BOOST_TEST(message.find(p) != std::string::npos, "'" << message << "' lacks '" << p << "'");
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(safetensors_format)
@@ -192,22 +208,6 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(safetensors_corrupt_files)
 
 namespace {
-// Writes `bytes` and expects load_safetensors to name the file and every one of `parts`.
-void expect_rejected(const std::string& bytes, const std::vector<std::string>& parts) {
-  TempDir dir;
-  const std::string path = dir.file("bad.safetensors");
-  spit(path, bytes);
-  std::string message;
-  try {
-    load_safetensors(path);
-  } catch (const std::runtime_error& e) {
-    message = e.what();
-  }
-  BOOST_TEST_REQUIRE(!message.empty(), "no std::runtime_error for a corrupt file");
-  BOOST_TEST(message.find("safetensors '" + path + "'") != std::string::npos, message);
-  for (const std::string& p : parts) BOOST_TEST(message.find(p) != std::string::npos, "'" << message << "' lacks '" << p << "'");
-}
-
 const std::string kGoodEntry = R"("x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
 const std::string kTwoFloats = f32_bytes({1.0f, 2.0f});
 }  // namespace
@@ -267,6 +267,64 @@ BOOST_AUTO_TEST_CASE(bad_metadata) {
   expect_rejected(craft(R"({"__metadata__":{"v":1},)" + kGoodEntry + "}", kTwoFloats),
                   {"__metadata__ value for 'v'", "not a string"});
   expect_rejected(craft(R"({"__metadata__":"v",)" + kGoodEntry + "}", kTwoFloats), {"__metadata__", "not an object"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Headers of many entries: reading them takes time linear in the header whatever shape its
+// entries have, and a header may list no more tensors than its data section can hold. Nothing
+// is timed here; a loader that is quadratic again runs into the time limit of this suite's
+// own meson test (tests/train/meson.build).
+BOOST_AUTO_TEST_SUITE(safetensors_large_headers)
+
+namespace {
+constexpr int kManyEntries = 150'000;
+
+// {"t0000000":<entry 0>,"t0000001":<entry 1>,...}: `entry(i)` is the text after the colon.
+template <typename Entry>
+std::string header_of(int n, Entry entry) {
+  std::string text = "{";
+  char name[16];
+  for (int i = 0; i < n; ++i) {
+    std::snprintf(name, sizeof name, "\"t%07d\":", i);
+    text += (i ? "," : "") + std::string(name) + entry(i);
+  }
+  return text + "}";
+}
+
+std::string empty_entry(int) { return R"({"dtype":"F32","shape":[0],"data_offsets":[0,0]})"; }
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_header_of_150000_object_entries_loads) {
+  const std::string header = header_of(kManyEntries, [](int i) {
+    return R"({"dtype":"F32","shape":[1],"data_offsets":[)" + std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
+  });
+  std::vector<float> values(kManyEntries);
+  for (int i = 0; i < kManyEntries; ++i) values[static_cast<size_t>(i)] = static_cast<float>(i);
+  const SafetensorsFile file = parse_safetensors(craft(header, f32_bytes(values)), "many");
+  BOOST_REQUIRE(file.entries.size() == static_cast<size_t>(kManyEntries));
+  BOOST_TEST(file.entries.back().name == "t0149999");
+  BOOST_TEST(file.entries.back().tensor.item() == kManyEntries - 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(more_entries_than_the_data_section_holds_are_refused) {
+  // 150,000 empty tensors and no data: refused by their count, before the document is built.
+  expect_rejected(craft(header_of(kManyEntries, empty_entry)), {"150000 tensors", "0-byte data section", "at most 4096"});
+  // One tensor per 4 bytes of data, plus 4096 empty ones: 4098 entries over 8 bytes are the
+  // most; one more is refused.
+  const std::string two_floats = f32_bytes({1.0f, 2.0f});
+  const auto entries = [](int n) {
+    return header_of(n, [](int i) {
+      return i < 2 ? R"({"dtype":"F32","shape":[1],"data_offsets":[)" + std::to_string(4 * i) + "," +
+                         std::to_string(4 * i + 4) + "]}"
+                   : empty_entry(i);
+    });
+  };
+  BOOST_TEST(parse_safetensors(craft(entries(4098), two_floats), "most").entries.size() == 4098u);
+  expect_rejected(craft(entries(4099), two_floats), {"4099 tensors", "8-byte data section", "at most 4098"});
+  // __metadata__ is not a tensor and does not count.
+  const std::string with_metadata = R"({"__metadata__":{"k":"v"},)" + entries(4098).substr(1);
+  BOOST_TEST(parse_safetensors(craft(with_metadata, two_floats), "meta").entries.size() == 4098u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

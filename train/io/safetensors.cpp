@@ -25,6 +25,10 @@ namespace {
 // us allocate gigabytes.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 constexpr const char* kMetadataKey = "__metadata__";
+// A tensor with elements takes at least one F32's bytes of the data section; an empty one takes
+// none, and a file may hold this many of them besides.
+constexpr uint64_t kSmallestElementBytes = 4;
+constexpr uint64_t kMaxEmptyTensors = 4096;
 // The __metadata__ key under which the writer stores every tensor's CRC-32C.
 constexpr const char* kChecksumKey = "crc32c";
 
@@ -272,8 +276,19 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
                       std::to_string(kMaxHeaderBytes) + "-byte limit");
   }
   const std::string_view header_text(bytes.data() + 8, static_cast<size_t>(header_len));
+  const uint64_t data_size = file_size - 8 - header_len;
+  // The entries are counted before the document is built: a header may list no more tensors
+  // than its data section can hold, so a small file cannot make us build millions of entries.
   Json header;
   try {
+    const uint64_t listed = count_object_keys(header_text, kMetadataKey);
+    const uint64_t holdable = data_size / kSmallestElementBytes + kMaxEmptyTensors;
+    if (listed > holdable) {
+      corrupt(path, "the header lists " + std::to_string(listed) + " tensors, more than the " +
+                        std::to_string(data_size) + "-byte data section can hold (at most " + std::to_string(holdable) +
+                        ": one per " + std::to_string(kSmallestElementBytes) + " bytes, plus " +
+                        std::to_string(kMaxEmptyTensors) + " empty ones)");
+    }
     header = parse_json(header_text);
   } catch (const JsonError& e) {
     corrupt(path, std::string("bad JSON in the header: ") + e.what());
@@ -305,7 +320,6 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   }
 
   // The ranges must tile the data section: sorted by start, each begins where the last ended.
-  const uint64_t data_size = file_size - 8 - header_len;
   std::sort(entries.begin(), entries.end(), [](const HeaderEntry& a, const HeaderEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });

@@ -16,7 +16,9 @@
 // ours verifies it, so a flipped bit or two swapped tensors of one size are reported by name.
 //
 // The reader trusts nothing: it reads regular files only, checks the header length against the
-// file size, parses the JSON strictly (linear in its size, duplicate keys refused), and requires
+// file size, counts the header's entries before it builds anything (no more than the data section
+// can hold: one per 4 bytes, the smallest element, plus 4096 empty tensors), parses the JSON
+// strictly (linear in its size whatever the entries' shape, duplicate keys refused), and requires
 // each entry's shape to match its byte range, the ranges to stay inside the data section and to
 // cover it exactly once without overlap, and every checksum (when there are any) to match, all
 // before it allocates a tensor. Every problem is a std::runtime_error that starts with
