@@ -116,6 +116,16 @@ BOOST_AUTO_TEST_CASE(nesting_depth_is_bounded) {
   AG_CHECK_THROWS_WITH(parse_json(std::string(1'000'000, '{')), JsonError, "");
 }
 
+BOOST_AUTO_TEST_CASE(a_byte_order_mark_or_a_nul_byte_is_refused_by_name) {
+  AG_CHECK_THROWS_WITH(parse_json("\xEF\xBB\xBF{\"a\":1}"), JsonError, "byte order mark");
+  // nlohmann's lexer would stop at the NUL and accept the object before it.
+  AG_CHECK_THROWS_WITH(parse_json(std::string("{\"a\":1}\0garbage", 15)), JsonError, "NUL byte at offset 7");
+  AG_CHECK_THROWS_WITH(parse_json(std::string("{\"a\":1}    \0\0\0\0", 15)), JsonError, "NUL byte at offset 11");
+  AG_CHECK_THROWS_WITH(count_object_keys("\xEF\xBB\xBF{}"), JsonError, "byte order mark");
+  // The escaped forms are ordinary JSON.
+  BOOST_TEST(parse_json(R"(["\ufeff\u0000"])")[0].get<std::string>() == std::string("\xEF\xBB\xBF\0", 4));
+}
+
 BOOST_AUTO_TEST_CASE(object_keys_are_counted_without_building_the_document) {
   BOOST_TEST(count_object_keys(R"({"a":{"x":1,"y":[{"z":2}]},"b":[],"__metadata__":{}})") == 3u);
   BOOST_TEST(count_object_keys(R"({"a":{"x":1,"y":[{"z":2}]},"b":[],"__metadata__":{}})", "__metadata__") == 2u);

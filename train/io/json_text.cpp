@@ -15,6 +15,18 @@ std::string without_tag(const std::string& what) {
   return what;
 }
 
+// What nlohmann's lexer would otherwise let through: it skips a UTF-8 byte order mark at the
+// start and takes a NUL byte for the end of the input (so "{} \0 garbage" would parse).
+void refuse_bom_and_nul(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    throw JsonError("the text starts with a UTF-8 byte order mark (bytes EF BB BF), which is not JSON");
+  }
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    throw JsonError("a NUL byte at offset " + std::to_string(nul) + " of " + std::to_string(text.size()) +
+                    " (JSON text has none; the text may be cut short or padded with zeros)");
+  }
+}
+
 // The events every SAX handler of ours treats alike: nesting is bounded on the way in, a syntax
 // error becomes a JsonError, and binary values (not JSON) are refused.
 struct StrictSax {
@@ -130,6 +142,7 @@ class KeyCounter : public StrictSax {
 }  // namespace
 
 Json parse_json(std::string_view text) {
+  refuse_bom_and_nul(text);
   DocumentBuilder builder;
   Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json, /*strict=*/true,
                   /*ignore_comments=*/false);
@@ -137,6 +150,7 @@ Json parse_json(std::string_view text) {
 }
 
 size_t count_object_keys(std::string_view text, std::string_view except) {
+  refuse_bom_and_nul(text);
   KeyCounter counter(except);
   Json::sax_parse(text.begin(), text.end(), &counter, nlohmann::detail::input_format_t::json, /*strict=*/true,
                   /*ignore_comments=*/false);

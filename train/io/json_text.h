@@ -6,7 +6,9 @@
 //   std::string line = row.dump();                        // {"step":10,"loss":0.25}
 //
 // Guarantees, each tested in tests/train/test_json.cpp:
-//   * strict RFC 8259 (no comments, trailing commas, NaN literals);
+//   * strict RFC 8259 (no comments, trailing commas, NaN literals), and no byte order mark
+//     before the text or NUL byte in it (nlohmann's lexer would skip the one and stop at the
+//     other, ignoring whatever follows);
 //   * parsing takes time linear in the text whatever its shape (n log n in the members of the
 //     largest object), so a hostile header cannot make a loader hang;
 //   * a key repeated within one object is an error (a safetensors header with two entries of

@@ -12,8 +12,11 @@
 // in the order given, and replaces the file atomically (train/atomic_file.h).
 //
 // The writer also stores a CRC-32C of every tensor's bytes in __metadata__ under "crc32c" (one
-// JSON object, name -> 8 hex digits, as a string): other readers see one more metadata string,
-// ours verifies it, so a flipped bit or two swapped tensors of one size are reported by name.
+// JSON object, name -> 8 hex digits, as a string), and under its member "__metadata__" the
+// CRC-32C of every other metadata value (key -> 8 hex digits): other readers see one more
+// metadata string, ours verifies it, so a flipped bit in a tensor or in a saved setting, or two
+// swapped tensors of one size, are reported by name. Files written before the metadata was
+// checksummed lack that member and load with their tensors verified and their metadata as is.
 //
 // The reader trusts nothing: it reads regular files only, checks the header length against the
 // file size, counts the header's entries before it builds anything (no more than the data section
