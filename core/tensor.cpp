@@ -292,6 +292,29 @@ Tensor Tensor::to(DType dtype) const {
   return out;
 }
 
+namespace {
+// The bytes [first, last] of the storage that `t`'s elements lie in (t.numel() > 0).
+std::pair<int64_t, int64_t> byte_span(const Tensor& t) {
+  int64_t first = t.offset(), last = t.offset();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    const int64_t reach = (t.shape()[d] - 1) * t.strides()[static_cast<size_t>(d)];
+    (reach < 0 ? first : last) += reach;
+  }
+  const auto bytes = static_cast<int64_t>(dtype_size(t.dtype()));
+  return {first * bytes, last * bytes + bytes - 1};
+}
+}  // namespace
+
+MemoryOverlap memory_overlap(const Tensor& a, const Tensor& b) {
+  if (!a.shares_storage_with(b) || a.numel() == 0 || b.numel() == 0) return MemoryOverlap::none;
+  const auto [a_first, a_last] = byte_span(a);
+  const auto [b_first, b_last] = byte_span(b);
+  if (a_last < b_first || b_last < a_first) return MemoryOverlap::none;
+  const bool same = a.dtype() == b.dtype() && a.offset() == b.offset() && a.shape() == b.shape() &&
+                    a.strides() == b.strides();
+  return same ? MemoryOverlap::same : MemoryOverlap::partial;
+}
+
 Tensor& Tensor::copy_(const Tensor& src) {
   require_defined("copy_");
   src.require_defined("copy_");
@@ -299,7 +322,9 @@ Tensor& Tensor::copy_(const Tensor& src) {
     throw std::invalid_argument("copy_: source of shape " + src.shape().str() + " cannot be written into shape " +
                                 shape_.str());
   }
-  const Tensor s = src.expand(shape_);
+  Tensor s = src.expand(shape_);
+  // Written element by element, a source that overlaps us would be read after it was changed.
+  if (memory_overlap(*this, s) == MemoryOverlap::partial) s = s.clone();
   dispatch(dtype_, [&]<typename D>(D) {
     dispatch(s.dtype(), [&]<typename S>(S) { copy_strided(data<D>(), strides_, s.data<S>(), s.strides(), shape_); });
   });

@@ -86,6 +86,8 @@ class Tensor {
   // ---- in place ----
   Tensor& fill_(double value);
   // Copies `src` (same shape, or broadcastable to ours; any dtype) into this tensor's elements.
+  // A source that overlaps this tensor (x.copy_(x.t())) is read in full before anything is
+  // written, as if it were a separate tensor (see memory_overlap below).
   Tensor& copy_(const Tensor& src);
 
   std::string str(int64_t max_per_dim = 6) const;  // shape, dtype and (elided) values
@@ -101,6 +103,15 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Whether the elements of `a` and `b` can share memory: `none` (other storage, or spans of
+// memory that do not meet), `same` (one layout: the same elements in the same order, where an
+// elementwise op in place reads each element just before it writes it), or `partial` (anything
+// else, e.g. a view and its transpose; interleaved views that never meet count too, which costs
+// them a copy). In-place ops (Tensor::copy_, kernels::add_, kernels::matmul_add_) read a source
+// that overlaps their destination otherwise than `same` from a copy of it.
+enum class MemoryOverlap { none, same, partial };
+MemoryOverlap memory_overlap(const Tensor& a, const Tensor& b);
 
 // ---- factories ----
 Tensor empty(const Shape& shape, DType dtype = DType::f32);

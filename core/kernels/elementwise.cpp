@@ -215,11 +215,13 @@ void add_(Tensor& dst, const Tensor& src, double alpha) {
     throw std::invalid_argument("add_: cannot add a tensor of shape " + src.shape().str() + " into shape " +
                                 dst.shape().str());
   }
+  // A source that overlaps dst otherwise than element for element is read from a copy.
+  const Tensor& source = memory_overlap(dst, src.expand(dst.shape())) == MemoryOverlap::partial ? src.clone() : src;
   dispatch(dst.dtype(), [&]<typename T>(T) {
     T* pd = dst.data<T>();
-    const T* ps = src.data<T>();
+    const T* ps = source.data<T>();
     const T k = static_cast<T>(alpha);
-    if (src.shape() == dst.shape() && src.is_contiguous() && dst.is_contiguous()) {
+    if (source.shape() == dst.shape() && source.is_contiguous() && dst.is_contiguous()) {
       for_range(dst.numel(), [&](int64_t begin, int64_t end) {
         if (alpha == 1.0) {
           for (int64_t i = begin; i < end; ++i) pd[i] += ps[i];
@@ -229,7 +231,7 @@ void add_(Tensor& dst, const Tensor& src, double alpha) {
       });
       return;
     }
-    const Tensor es = src.expand(dst.shape());
+    const Tensor es = source.expand(dst.shape());
     for_each_row<2>(dst.shape(), {&dst.strides(), &es.strides()}, [&](auto off, int64_t n, auto in) {
       for (int64_t i = 0; i < n; ++i) pd[off[0] + i * in[0]] += k * ps[off[1] + i * in[1]];
     });

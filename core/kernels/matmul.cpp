@@ -172,7 +172,10 @@ void matmul_add_(Tensor& out, const Tensor& a, const Tensor& b) {
         (out.defined() ? out.shape().str() + " " + dtype_name(out.dtype()) + (out.is_contiguous() ? "" : " (non-contiguous)")
                        : std::string("undefined")));
   }
-  run_product(a, b, shapes, out, 1.0);
+  // BLAS reads its operands while it writes out: one that shares out's memory at all (even in
+  // out's own layout) is read from a copy.
+  const auto apart = [&](const Tensor& x) { return memory_overlap(out, x) == MemoryOverlap::none ? x : x.clone(); };
+  run_product(apart(a), apart(b), shapes, out, 1.0);
 }
 
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis_in) {

@@ -3,6 +3,7 @@
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 
+#include "attograd/core/kernels.h"
 #include "support.h"
 
 namespace bdata = boost::unit_test::data;
@@ -162,6 +163,65 @@ BOOST_AUTO_TEST_CASE(fill_of_a_view_touches_only_its_elements) {
   Tensor base = zeros({3, 3}, DType::f64);
   base.slice(0, 0, 3, 2).slice(1, 1, 2).fill_(5.0);
   BOOST_TEST(base.to_vector() == (std::vector<double>{0, 5, 0, 0, 0, 0, 0, 5, 0}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// In-place ops whose source shares memory with their destination: the result is the one a
+// separate copy of the source would give (x.copy_(x.t()) once wrote [0 3 6 3 4 7 6 7 8]).
+BOOST_AUTO_TEST_SUITE(in_place_overlap)
+
+BOOST_AUTO_TEST_CASE(overlap_is_classified_by_memory_and_layout) {
+  const Tensor x = iota({3, 4});
+  BOOST_TEST((memory_overlap(x, iota({3, 4})) == MemoryOverlap::none));
+  BOOST_TEST((memory_overlap(x, x.view({3, 4})) == MemoryOverlap::same));
+  BOOST_TEST((memory_overlap(x.select(0, 0), x.select(0, 2)) == MemoryOverlap::none));
+  BOOST_TEST((memory_overlap(x.narrow(1, 0, 3), x.narrow(1, 1, 3)) == MemoryOverlap::partial));
+  BOOST_TEST((memory_overlap(x.view({4, 3}), x.view({4, 3}).t().contiguous()) == MemoryOverlap::none));
+  BOOST_TEST((memory_overlap(x.view({2, 6}), x.view({3, 4})) == MemoryOverlap::partial));
+  BOOST_TEST((memory_overlap(x.narrow(0, 0, 0), x) == MemoryOverlap::none));
+}
+
+BOOST_AUTO_TEST_CASE(copy_from_an_overlapping_view_reads_the_source_first) {
+  Tensor x = iota({3, 3});
+  x.copy_(x.t());
+  BOOST_TEST(x.to_vector() == (std::vector<double>{0, 3, 6, 1, 4, 7, 2, 5, 8}));
+  Tensor v = iota({6});
+  v.slice(0, 1, 6).copy_(v.slice(0, 0, 5));  // shifted right by one
+  BOOST_TEST(v.to_vector() == (std::vector<double>{0, 0, 1, 2, 3, 4}));
+  Tensor w = iota({6});
+  w.slice(0, 0, 5).copy_(w.slice(0, 1, 6));  // shifted left by one
+  BOOST_TEST(w.to_vector() == (std::vector<double>{1, 2, 3, 4, 5, 5}));
+  // The same tensor in the same layout needs no copy and is left as it was.
+  Tensor y = iota({2, 3});
+  y.copy_(y);
+  BOOST_TEST(y.to_vector() == (std::vector<double>{0, 1, 2, 3, 4, 5}));
+}
+
+BOOST_AUTO_TEST_CASE(add_in_place_from_an_overlapping_view_reads_the_source_first) {
+  Tensor x = iota({3, 3});
+  kernels::add_(x, x.t());  // x + x^T: symmetric
+  BOOST_TEST(x.to_vector() == (std::vector<double>{0, 4, 8, 4, 8, 12, 8, 12, 16}));
+  Tensor v = iota({5});
+  Tensor tail = v.slice(0, 1, 5);
+  kernels::add_(tail, v.slice(0, 0, 4), 10.0);
+  BOOST_TEST(v.to_vector() == (std::vector<double>{0, 1, 12, 23, 34}));
+  Tensor y = iota({2, 3});
+  kernels::add_(y, y, 2.0);  // the same elements in the same layout: elementwise in place
+  BOOST_TEST(y.to_vector() == (std::vector<double>{0, 3, 6, 9, 12, 15}));
+}
+
+BOOST_AUTO_TEST_CASE(matmul_add_from_an_operand_that_is_out_reads_it_first) {
+  Generator gen(5);
+  const Tensor start = normal({8, 8}, 0.0, 1.0, gen, DType::f64);
+  const Tensor b = normal({8, 8}, 0.0, 1.0, gen, DType::f64);
+  const Tensor expected = kernels::add(start, kernels::matmul(start, b));
+  Tensor out = start.clone();
+  kernels::matmul_add_(out, out, b);  // out += out b
+  BOOST_TEST(max_abs_diff(out, expected) < 1e-12);
+  Tensor out2 = start.clone();
+  kernels::matmul_add_(out2, b, out2.t());  // out += b out^T
+  BOOST_TEST(max_abs_diff(out2, kernels::add(start, kernels::matmul(b, start.t()))) < 1e-12);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -11,8 +11,9 @@
 #   words        '|'-separated strings the error line must hold besides the path ("-" for none)
 #
 # Variants that change tensor bytes on purpose to reach a VALUE check (NaN weight, negative
-# exp_avg_sq, ...) recompute that tensor's CRC-32C, and variants that change metadata keep the
-# header consistent, so that the check under test, not the checksum, is what rejects them.
+# exp_avg_sq, ...) recompute that tensor's CRC-32C, and variants that change metadata recompute
+# the metadata values' checksums (the "__metadata__" member of the crc32c entry), so that the
+# check under test, not the checksum, is what rejects them.
 # Only the standard library is used (json, struct), so /usr/bin/python3 suffices.
 import json
 import math
@@ -97,6 +98,8 @@ def assemble(meta, entries, checksums="recompute", extra_crc=None):
         sums[name] = "%08x" % crc32c(bytes(data))
     if extra_crc:
         sums.update(extra_crc)
+    # The metadata values' checksums, as the writer stores them since they were introduced.
+    sums["__metadata__"] = {k: "%08x" % crc32c(v.encode()) for k, v in sorted(meta.items()) if isinstance(v, str)}
     if checksums == "recompute":
         meta["crc32c"] = json.dumps(sums, separators=(",", ":"))
     doc = {"__metadata__": meta}
@@ -268,6 +271,15 @@ text = text[:-2] + ',"k000000":"again"}}'
 emit("meta-200k-dup", "fail", "duplicate", "200k __metadata__ keys, the first one repeated at the end",
      struct.pack("<Q", len(text)) + text.encode())
 
+# 150k tensor entries that are objects (the shape that reached the JSON library's slow path).
+# Without data they are more than the data section can hold, refused by their count; with one
+# F32 each (600 KB of data) the whole header is read, and the checkpoint refused by name.
+empty_entries = ",".join('"t%06d":{"dtype":"F32","shape":[0],"data_offsets":[0,0]}' % i for i in range(150000))
+emit("entries-150k-empty", "fail", "150000 tensors", "150k empty tensor entries (objects), no data section",
+     small_file(json.loads("{" + empty_entries + "}")))
+emit("entries-150k-f32", "fail", "missing tensor", "150k tensor entries of one F32 each, otherwise the checkpoint's metadata",
+     assemble(META, [["t%06d" % i, "F32", [1], bytearray(4)] for i in range(150000)]))
+
 # ---------------------------------------------------------------- bytes changed after writing (checksum)
 emit("flip-data-first", "fail", "embed.weight", "one byte flipped: the first byte of the data section",
      flip(RAW, data_pos("embed.weight")))
@@ -387,6 +399,33 @@ sums["head.bias"] = "xyz"
 m = dict(META)
 m["crc32c"] = json.dumps(sums)
 emit("crc-not-hex", "fail", "head.bias", "head.bias's checksum is 'xyz'", assemble(m, base_entries(), "keep"))
+
+# One bit flipped in a saved setting (the header keeps its length): the metadata checksums.
+def flip_bit_in_header(needle, at, bit):
+    pos = RAW.index(needle, 8, 8 + HLEN)
+    b = bytearray(RAW)
+    b[pos + at] ^= bit
+    return bytes(b)
+
+
+lr_text = re.search(rb'\\"lr\\":([0-9.e-]+)', HEADER_TEXT)
+assert lr_text, "no lr in the trainer metadata"
+emit("flip-bit-lr", "fail", "'trainer'|CRC-32C", "one bit of the saved lr flipped (%s)" % lr_text.group(1).decode(),
+     flip_bit_in_header(lr_text.group(0), len(lr_text.group(0)) - 1, 0x01))
+emit("flip-bit-seed", "fail", "'rng_seed'|CRC-32C", "one bit of rng_seed flipped (\"0\" -> \"1\")",
+     flip_bit_in_header(b'"rng_seed":"0"', 12, 0x01))
+emit("flip-bit-steps", "fail", "'trainer'|CRC-32C", "one bit of the trainer's steps flipped (20 -> 22)",
+     flip_bit_in_header(b'\\"steps\\":20', 11, 0x02))
+# Not strict JSON: a byte order mark before the header, NUL bytes after it followed by garbage.
+def with_header(text):
+    text += b" " * ((8 - (8 + len(text)) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + DATA
+
+
+emit("header-bom", "fail", "byte order mark", "a UTF-8 byte order mark before the header",
+     with_header(b"\xef\xbb\xbf" + HEADER_TEXT.rstrip(b" ")))
+emit("header-nul-garbage", "fail", "NUL byte", "the header followed by NUL bytes and garbage",
+     with_header(HEADER_TEXT.rstrip(b" ") + b"\0\0\0\0garbage"))
 
 # ---------------------------------------------------------------- checkpoint metadata (header kept consistent)
 def meta_variant(nm, words, desc, meta, expect="fail"):

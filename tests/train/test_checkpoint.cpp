@@ -343,6 +343,10 @@ def crc32c(data):
             crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
     return crc ^ 0xFFFFFFFF
 sums = json.loads(meta["crc32c"])
+meta_sums = sums.pop("__metadata__")
+assert set(meta_sums) == set(meta) - {"crc32c"}, (sorted(meta_sums), sorted(meta))
+for key, value in meta.items():
+    assert key == "crc32c" or int(meta_sums[key], 16) == crc32c(value.encode()), key
 assert set(sums) == set(header), (sorted(sums), sorted(header))
 assert json.loads(meta["model"])["d_model"] == 4, meta
 dtypes = {"F32": "<f4", "F64": "<f8", "I64": "<i8"}

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/json_text.h"
 #include "attograd/train/io/safetensors.h"
 #include "train_support.h"
@@ -22,6 +23,29 @@ uint64_t header_length(const std::string& bytes) {
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   return n;
+}
+
+// Writes `bytes` and expects load_safetensors to name the file and every one of `parts`.
+void expect_rejected(const std::string& bytes, const std::vector<std::string>& parts) {
+  TempDir dir;
+  const std::string path = dir.file("bad.safetensors");
+  spit(path, bytes);
+  std::string message;
+  try {
+    load_safetensors(path);
+  } catch (const std::runtime_error& e) {
+    message = e.what();
+  }
+  BOOST_TEST_REQUIRE(!message.empty(), "no std::runtime_error for a corrupt file");
+  BOOST_TEST(message.find("safetensors '" + path + "'") != std::string::npos, message);
+  for (const std::string& p : parts) BOOST_TEST(message.find(p) != std::string::npos, "'" << message << "' lacks '" << p << "'");
+}
+
+// The CRC-32C of `bytes` as the writer stores it, 8 lowercase hex digits.
+std::string hex_crc32c(const std::string& bytes) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", crc32c(bytes.data(), bytes.size()));
+  return text;
 }
 
 }  // namespace
@@ -192,22 +216,6 @@ BOOST_AUTO_TEST_SUITE_END()
 BOOST_AUTO_TEST_SUITE(safetensors_corrupt_files)
 
 namespace {
-// Writes `bytes` and expects load_safetensors to name the file and every one of `parts`.
-void expect_rejected(const std::string& bytes, const std::vector<std::string>& parts) {
-  TempDir dir;
-  const std::string path = dir.file("bad.safetensors");
-  spit(path, bytes);
-  std::string message;
-  try {
-    load_safetensors(path);
-  } catch (const std::runtime_error& e) {
-    message = e.what();
-  }
-  BOOST_TEST_REQUIRE(!message.empty(), "no std::runtime_error for a corrupt file");
-  BOOST_TEST(message.find("safetensors '" + path + "'") != std::string::npos, message);
-  for (const std::string& p : parts) BOOST_TEST(message.find(p) != std::string::npos, "'" << message << "' lacks '" << p << "'");
-}
-
 const std::string kGoodEntry = R"("x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
 const std::string kTwoFloats = f32_bytes({1.0f, 2.0f});
 }  // namespace
@@ -267,6 +275,140 @@ BOOST_AUTO_TEST_CASE(bad_metadata) {
   expect_rejected(craft(R"({"__metadata__":{"v":1},)" + kGoodEntry + "}", kTwoFloats),
                   {"__metadata__ value for 'v'", "not a string"});
   expect_rejected(craft(R"({"__metadata__":"v",)" + kGoodEntry + "}", kTwoFloats), {"__metadata__", "not an object"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The metadata's values are checksummed like the tensors' bytes: one flipped bit in a saved
+// setting is refused by the key's name, and files written before that still load.
+BOOST_AUTO_TEST_SUITE(safetensors_metadata_checksums)
+
+namespace {
+// A file with one tensor and the metadata a checkpoint might carry, as its bytes.
+std::string file_with_settings() {
+  TempDir dir;
+  SafetensorsFile file;
+  file.add("w", from_vector(std::vector<double>{1, 2}, {2}, DType::f32));
+  file.metadata["trainer"] = R"({"lr":0.002,"steps":20})";
+  file.metadata["rng_seed"] = "0";
+  save_safetensors(dir.file("a.safetensors"), file);
+  return slurp(dir.file("a.safetensors"));
+}
+
+// `bytes` with one bit of the first occurrence of `needle` flipped (in its byte `at`).
+std::string flip_bit(std::string bytes, const std::string& needle, size_t at, unsigned char bit) {
+  const size_t pos = bytes.find(needle);
+  BOOST_TEST_REQUIRE(pos != std::string::npos, "no '" << needle << "' in the file");
+  bytes[pos + at] = static_cast<char>(bytes[pos + at] ^ bit);
+  return bytes;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_metadata_value_has_a_checksum) {
+  const std::string bytes = file_with_settings();
+  const Json header = parse_json(bytes.substr(8, header_length(bytes)));
+  const Json sums = parse_json(header.at("__metadata__").at("crc32c").get<std::string>());
+  BOOST_TEST(sums.at("__metadata__").size() == 2u);
+  BOOST_TEST(sums.at("__metadata__").at("rng_seed").get<std::string>() == hex_crc32c("0"));
+}
+
+BOOST_AUTO_TEST_CASE(a_flipped_bit_in_a_setting_is_refused_by_its_key) {
+  const std::string bytes = file_with_settings();
+  BOOST_TEST(parse_safetensors(bytes, "intact").metadata.at("trainer") == R"({"lr":0.002,"steps":20})");
+  // 0.002 -> 0.003, 20 -> 22, seed 0 -> 1: each one bit.
+  expect_rejected(flip_bit(bytes, "0.002", 4, 0x01), {"__metadata__ 'trainer'", "CRC-32C", "changed"});
+  expect_rejected(flip_bit(bytes, "\"steps\\\":20", 10, 0x02), {"__metadata__ 'trainer'", "CRC-32C"});
+  expect_rejected(flip_bit(bytes, "\"rng_seed\":\"0\"", 12, 0x01), {"__metadata__ 'rng_seed'", "CRC-32C"});
+  // A key renamed by a flipped bit has no checksum, and its checksum names a key that is gone.
+  expect_rejected(flip_bit(bytes, "\"rng_seed\":\"0\"", 1, 0x01), {"'sng_seed'", "no checksum"});
+}
+
+BOOST_AUTO_TEST_CASE(files_without_metadata_checksums_load_as_they_are) {
+  // As written before the metadata was checksummed: tensor checksums only.
+  const std::string two_floats = f32_bytes({1.0f, 2.0f});
+  const std::string crc = hex_crc32c(two_floats);
+  const std::string old_style = R"({"__metadata__":{"lr":"0.003","crc32c":"{\"x\":\")" + crc + R"(\"}"},)" +
+                                R"("x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  const SafetensorsFile file = parse_safetensors(craft(old_style, two_floats), "old");
+  BOOST_TEST(file.checksummed);
+  BOOST_TEST(file.metadata.at("lr") == "0.003");  // not verifiable: read as it is
+  // Its tensors are still verified.
+  expect_rejected(craft(old_style, f32_bytes({1.0f, 3.0f})), {"tensor 'x'", "CRC-32C"});
+}
+
+BOOST_AUTO_TEST_CASE(bad_metadata_checksums_are_named) {
+  const std::string two_floats = f32_bytes({1.0f, 2.0f});
+  const std::string x = R"("x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+  const std::string x_sum = R"(\"x\":\")" + hex_crc32c(two_floats) + R"(\")";
+  const auto with = [&](const std::string& metadata, const std::string& meta_sums) {
+    return craft(R"({"__metadata__":{)" + metadata + R"("crc32c":"{)" + x_sum + R"(,\"__metadata__\":)" + meta_sums +
+                     R"(}"},)" + x + "}",
+                 two_floats);
+  };
+  const std::string v_sum = hex_crc32c("v");
+  BOOST_TEST(parse_safetensors(with(R"("k":"v",)", R"({\"k\":\")" + v_sum + R"(\"})"), "ok").metadata.at("k") == "v");
+  expect_rejected(with(R"("k":"v",)", "{}"), {"__metadata__ 'k'", "no checksum"});
+  expect_rejected(with("", R"({\"k\":\")" + v_sum + R"(\"})"), {"metadata key 'k'", "does not have"});
+  expect_rejected(with(R"("k":"v",)", R"({\"k\":7})"), {"metadata key 'k'", "not 8 hex digits"});
+  expect_rejected(with(R"("k":"v",)", R"(\"v\")"), {"under '__metadata__'", "not an object"});
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// Headers of many entries: reading them takes time linear in the header whatever shape its
+// entries have, and a header may list no more tensors than its data section can hold. Nothing
+// is timed here; a loader that is quadratic again runs into the time limit of this suite's
+// own meson test (tests/train/meson.build).
+BOOST_AUTO_TEST_SUITE(safetensors_large_headers)
+
+namespace {
+constexpr int kManyEntries = 150'000;
+
+// {"t0000000":<entry 0>,"t0000001":<entry 1>,...}: `entry(i)` is the text after the colon.
+template <typename Entry>
+std::string header_of(int n, Entry entry) {
+  std::string text = "{";
+  char name[16];
+  for (int i = 0; i < n; ++i) {
+    std::snprintf(name, sizeof name, "\"t%07d\":", i);
+    text += (i ? "," : "") + std::string(name) + entry(i);
+  }
+  return text + "}";
+}
+
+std::string empty_entry(int) { return R"({"dtype":"F32","shape":[0],"data_offsets":[0,0]})"; }
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_header_of_150000_object_entries_loads) {
+  const std::string header = header_of(kManyEntries, [](int i) {
+    return R"({"dtype":"F32","shape":[1],"data_offsets":[)" + std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
+  });
+  std::vector<float> values(kManyEntries);
+  for (int i = 0; i < kManyEntries; ++i) values[static_cast<size_t>(i)] = static_cast<float>(i);
+  const SafetensorsFile file = parse_safetensors(craft(header, f32_bytes(values)), "many");
+  BOOST_REQUIRE(file.entries.size() == static_cast<size_t>(kManyEntries));
+  BOOST_TEST(file.entries.back().name == "t0149999");
+  BOOST_TEST(file.entries.back().tensor.item() == kManyEntries - 1.0);
+}
+
+BOOST_AUTO_TEST_CASE(more_entries_than_the_data_section_holds_are_refused) {
+  // 150,000 empty tensors and no data: refused by their count, before the document is built.
+  expect_rejected(craft(header_of(kManyEntries, empty_entry)), {"150000 tensors", "0-byte data section", "at most 4096"});
+  // One tensor per 4 bytes of data, plus 4096 empty ones: 4098 entries over 8 bytes are the
+  // most; one more is refused.
+  const std::string two_floats = f32_bytes({1.0f, 2.0f});
+  const auto entries = [](int n) {
+    return header_of(n, [](int i) {
+      return i < 2 ? R"({"dtype":"F32","shape":[1],"data_offsets":[)" + std::to_string(4 * i) + "," +
+                         std::to_string(4 * i + 4) + "]}"
+                   : empty_entry(i);
+    });
+  };
+  BOOST_TEST(parse_safetensors(craft(entries(4098), two_floats), "most").entries.size() == 4098u);
+  expect_rejected(craft(entries(4099), two_floats), {"4099 tensors", "8-byte data section", "at most 4098"});
+  // __metadata__ is not a tensor and does not count.
+  const std::string with_metadata = R"({"__metadata__":{"k":"v"},)" + entries(4098).substr(1);
+  BOOST_TEST(parse_safetensors(craft(with_metadata, two_floats), "meta").entries.size() == 4098u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

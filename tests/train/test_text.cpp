@@ -5,8 +5,10 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <random>
 #include <set>
 
+#include "attograd/models/gpt.h"
 #include "attograd/train/data/text.h"
 #include "train_support.h"
 
@@ -50,6 +52,16 @@ void check_windows(const TextBatch& b, int64_t rows, int64_t block, int64_t n) {
       BOOST_TEST(tg[static_cast<size_t>(t)] == in[static_cast<size_t>(t)] + 1);
     }
   }
+}
+
+// The UTF-8 bytes of code point `cp` (not a surrogate).
+std::string utf8(uint32_t cp) {
+  const auto byte = [](uint32_t v) { return static_cast<char>(v); };
+  if (cp < 0x80) return std::string(1, byte(cp));
+  if (cp < 0x800) return {byte(0xC0 | (cp >> 6)), byte(0x80 | (cp & 0x3F))};
+  if (cp < 0x10000) return {byte(0xE0 | (cp >> 12)), byte(0x80 | ((cp >> 6) & 0x3F)), byte(0x80 | (cp & 0x3F))};
+  return {byte(0xF0 | (cp >> 18)), byte(0x80 | ((cp >> 12) & 0x3F)), byte(0x80 | ((cp >> 6) & 0x3F)),
+          byte(0x80 | (cp & 0x3F))};
 }
 
 }  // namespace
@@ -126,6 +138,59 @@ BOOST_AUTO_TEST_CASE(four_byte_characters_and_control_characters_round_trip) {
   BOOST_TEST(tok.decode(8) == "\xF4\x8F\xBF\xBF");  // U+10FFFF, the largest code point, sorts last
 }
 
+BOOST_AUTO_TEST_CASE(the_table_is_the_text_s_distinct_characters_in_byte_order) {
+  // ASCII, Latin, Greek, 6,000 CJK ideographs (past the 4,096 at which the table was once
+  // re-sorted after every character), Hangul and emoji, each drawn several times, shuffled.
+  std::vector<uint32_t> pool;
+  for (uint32_t cp = 0x20; cp < 0x7F; ++cp) pool.push_back(cp);
+  for (uint32_t cp = 0xC0; cp < 0x180; ++cp) pool.push_back(cp);
+  for (uint32_t cp = 0x391; cp < 0x3CA; ++cp) pool.push_back(cp);
+  for (uint32_t cp = 0x4E00; cp < 0x4E00 + 6000; ++cp) pool.push_back(cp);
+  for (uint32_t cp = 0xAC00; cp < 0xAC00 + 500; ++cp) pool.push_back(cp);
+  for (uint32_t cp = 0x1F600; cp < 0x1F650; ++cp) pool.push_back(cp);
+  std::mt19937 rng(27);
+  std::string text;
+  for (int i = 0; i < 40'000; ++i) text += utf8(pool[rng() % pool.size()]);
+  text += "\n";
+
+  // The table built the obvious way: every character (its UTF-8 bytes) into a sorted set; the
+  // id of a character is its position.
+  std::set<std::string> reference;
+  for (size_t pos = 0; pos < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[pos]);
+    const size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+    reference.insert(text.substr(pos, length));
+    pos += length;
+  }
+  BOOST_REQUIRE(reference.size() > 4096 + 128);
+
+  const Tokenizer tok = Tokenizer::characters(text);
+  BOOST_REQUIRE(tok.vocab_size() == static_cast<int64_t>(reference.size()));
+  int64_t id = 0;
+  for (const std::string& symbol : reference) {
+    if (tok.decode(id) != symbol) {
+      BOOST_TEST(tok.decode(id) == symbol, "id " << id);
+      break;
+    }
+    ++id;
+  }
+  BOOST_TEST(tok.decode(tok.encode(text)) == text);
+}
+
+BOOST_AUTO_TEST_CASE(a_text_past_the_vocabulary_limit_reaches_the_limit_s_error) {
+  // Every code point once: 1,112,064 characters, more than a model's 2^20 vocabulary. The table
+  // is built (in one pass), and the model options it leads to are refused by their own check.
+  std::string text;
+  for (uint32_t cp = 0; cp < 0x110000; ++cp) {
+    if (cp < 0xD800 || cp > 0xDFFF) text += utf8(cp);
+  }
+  const Tokenizer tok = Tokenizer::characters(text);
+  BOOST_TEST(tok.vocab_size() == 1'112'064);
+  BOOST_TEST(tok.decode(tok.vocab_size() - 1) == utf8(0x10FFFF));
+  GPTOptions model{.vocab = tok.vocab_size(), .block_size = 8, .d_model = 8, .n_head = 1, .n_layers = 1};
+  AG_CHECK_THROWS_WITH(validate(model), std::invalid_argument, "vocab", "1112064");
+}
+
 BOOST_AUTO_TEST_CASE(invalid_utf8_is_an_error_naming_the_byte_offset) {
   const std::vector<std::pair<std::string, size_t>> cases = {
       {"ab\xC3", 2},              // truncated by the end
@@ -149,8 +214,9 @@ BOOST_AUTO_TEST_CASE(invalid_utf8_is_an_error_naming_the_byte_offset) {
 
 BOOST_AUTO_TEST_CASE(unknown_characters_are_named_with_their_offset) {
   const Tokenizer tok = Tokenizer::characters("abc");
-  AG_CHECK_THROWS_WITH(tok.encode("ab\xC3\xA9"), std::invalid_argument, "Tokenizer::encode", "'\xC3\xA9'", "U+00E9",
-                       "byte offset 2", "training text");
+  AG_CHECK_THROWS_WITH(tok.encode("ab\xC3\xA9"), std::invalid_argument, "Tokenizer::encode",
+                       "the text has a character the tokenizer does not know", "'\xC3\xA9'", "U+00E9", "byte offset 2",
+                       "knows only the 3 characters of the text it was built from");
   AG_CHECK_THROWS_WITH(tok.encode("cab\n"), std::invalid_argument, "'\\n'", "U+000A", "byte offset 3");
   AG_CHECK_THROWS_WITH(tok.encode("x"), std::invalid_argument, "'x'", "byte offset 0");
   AG_CHECK_THROWS_WITH(tok.encode(std::string("a\x01", 2)), std::invalid_argument, "U+0001", "byte offset 1");

@@ -17,6 +17,9 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // UTF-8
 
+// U+0000 .. U+10FFFF.
+constexpr uint32_t kCodePoints = 0x110000;
+
 struct CodePoint {
   uint32_t value = 0;
   size_t length = 0;  // bytes; 0 when the sequence is invalid
@@ -105,32 +108,27 @@ std::string printable(uint32_t cp, const std::string& utf8) {
 Tokenizer Tokenizer::characters(const std::string& text) {
   const std::string op = "Tokenizer::characters";
   if (text.empty()) throw std::invalid_argument(op + ": the text is empty");
-  // Seen code points, ASCII in a table (most of any corpus), the rest collected and deduplicated.
-  bool ascii[128] = {};
-  std::vector<std::string> others;
+  // One flag per code point: each distinct character is kept once, at its first occurrence, so
+  // the pass is linear in the text and the one sort below is over the distinct characters only.
+  std::vector<bool> seen(kCodePoints, false);
+  std::vector<std::string> others;  // the distinct non-ASCII characters, as UTF-8
   for (size_t pos = 0; pos < text.size();) {
     const CodePoint cp = decode_utf8(text, pos);
     if (cp.length == 0) throw_invalid_utf8(op, text, pos, cp.problem);
-    if (cp.value < 128) {
-      ascii[cp.value] = true;
-    } else {
-      others.push_back(text.substr(pos, cp.length));
+    if (!seen[cp.value]) {
+      seen[cp.value] = true;
+      if (cp.value >= 128) others.push_back(text.substr(pos, cp.length));
     }
     pos += cp.length;
-    if (others.size() > 4096) {  // keep memory bounded on text with many non-ASCII characters
-      std::sort(others.begin(), others.end());
-      others.erase(std::unique(others.begin(), others.end()), others.end());
-    }
   }
   Tokenizer t;
   t.kind_ = Kind::characters;
-  for (int c = 0; c < 128; ++c) {
-    if (ascii[c]) t.symbols_.push_back(std::string(1, static_cast<char>(c)));
+  for (uint32_t c = 0; c < 128; ++c) {
+    if (seen[c]) t.symbols_.push_back(std::string(1, static_cast<char>(c)));
   }
   // std::string compares bytes as unsigned char, so this is byte order, which for UTF-8 is also
   // code point order; every multi-byte character sorts after all of ASCII.
   std::sort(others.begin(), others.end());
-  others.erase(std::unique(others.begin(), others.end()), others.end());
   t.symbols_.insert(t.symbols_.end(), others.begin(), others.end());
   return t;
 }
@@ -230,10 +228,12 @@ std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
       if (it != symbols_.end() && *it == symbol) id = it - symbols_.begin();
     }
     if (id < 0) {
-      throw std::invalid_argument(op + ": character " + printable(cp.value, text.substr(pos, cp.length)) + " at byte offset " +
-                                  std::to_string(pos) +
-                                  " is not in the vocabulary, which holds the characters of the training text (" +
-                                  std::to_string(symbols_.size()) + " of them)");
+      throw std::invalid_argument(op + ": the text has a character the tokenizer does not know, " +
+                                  printable(cp.value, text.substr(pos, cp.length)) + " at byte offset " +
+                                  std::to_string(pos) + ": a character-level tokenizer knows only the " +
+                                  std::to_string(symbols_.size()) +
+                                  " characters of the text it was built from (a checkpoint's tokenizer, those of "
+                                  "its training text)");
     }
     ids.push_back(id);
     pos += cp.length;

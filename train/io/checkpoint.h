@@ -7,7 +7,9 @@
 //   __metadata__ (string -> string)
 //     format                            "attograd-checkpoint"
 //     format_version                    "2" (version 1 files still load; see below)
-//     crc32c                            every tensor's checksum (written by safetensors.h)
+//     crc32c                            every tensor's checksum and every other metadata value's
+//                                       (written by safetensors.h; files saved before the metadata
+//                                       was checksummed load with only their tensors verified)
 //     optimizer                         "SGD" / "Adam" / "AdamW" (absent without optimizer state)
 //     optimizer_state_params            how many parameters have optimizer state
 //     rng_seed, rng_step, rng_call      the GeneratorState, decimal

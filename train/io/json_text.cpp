@@ -2,72 +2,159 @@
 
 #include <algorithm>
 #include <limits>
-#include <unordered_set>
 #include <vector>
 
 namespace ag {
 
 namespace {
 
-// The first key that occurs twice in `object`'s text, found on the error path only: the object
-// is parsed again with a set of its keys (objects nested in it are checked on their own).
-std::string first_repeated_key(std::string_view text) {
-  std::vector<std::unordered_set<std::string>> open_objects;
-  std::string repeated;
-  const Json::parser_callback_t find = [&](int, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
-    if (event == Json::parse_event_t::object_end) open_objects.pop_back();
-    if (event == Json::parse_event_t::key && repeated.empty() &&
-        !open_objects.back().insert(parsed.get<std::string>()).second) {
-      repeated = parsed.get<std::string>();
-    }
-    return true;
-  };
-  const Json discarded = Json::parse(text.begin(), text.end(), find, /*allow_exceptions=*/false);
-  (void)discarded;  // only the callback's findings matter
-  return repeated;
+// "[json.exception.parse_error.101] parse error at line 1, column 9: ..." minus the tag.
+std::string without_tag(const std::string& what) {
+  const size_t tag_end = what.find("] ");
+  if (what.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos) return what.substr(tag_end + 2);
+  return what;
 }
+
+// What nlohmann's lexer would otherwise let through: it skips a UTF-8 byte order mark at the
+// start and takes a NUL byte for the end of the input (so "{} \0 garbage" would parse).
+void refuse_bom_and_nul(std::string_view text) {
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    throw JsonError("the text starts with a UTF-8 byte order mark (bytes EF BB BF), which is not JSON");
+  }
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    throw JsonError("a NUL byte at offset " + std::to_string(nul) + " of " + std::to_string(text.size()) +
+                    " (JSON text has none; the text may be cut short or padded with zeros)");
+  }
+}
+
+// The events every SAX handler of ours treats alike: nesting is bounded on the way in, a syntax
+// error becomes a JsonError, and binary values (not JSON) are refused.
+struct StrictSax {
+  size_t depth = 0;
+
+  void enter() {
+    if (depth >= static_cast<size_t>(kMaxJsonDepth)) {
+      throw JsonError("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    ++depth;
+  }
+  bool binary(Json::binary_t&) { throw JsonError("binary values are not JSON"); }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception& e) {
+    throw JsonError(without_tag(e.what()));
+  }
+};
+
+// Builds the document as it is read, the way nlohmann's own parser does, but inserts each
+// object member once: a repeated key is found (and named) as it is inserted, in O(log n),
+// with no pass over the object at its end. (nlohmann's callback parser scans the enclosing
+// object for discarded values at the end of every object, which made a header of n object
+// entries take time quadratic in n.)
+class DocumentBuilder : public StrictSax {
+ public:
+  Json document;
+
+  bool null() { return add(nullptr); }
+  bool boolean(bool v) { return add(v); }
+  bool number_integer(Json::number_integer_t v) { return add(v); }
+  bool number_unsigned(Json::number_unsigned_t v) { return add(v); }
+  bool number_float(Json::number_float_t v, const std::string&) { return add(v); }
+  bool string(std::string& v) { return add(std::move(v)); }
+  bool start_object(size_t) { return open(Json::object()); }
+  bool start_array(size_t) { return open(Json::array()); }
+  bool key(std::string& k) {
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+ private:
+  // Places `value` in the innermost open container (or as the document) and returns it.
+  template <typename Value>
+  Json& place(Value&& value) {
+    if (open_.empty()) {
+      document = Json(std::forward<Value>(value));
+      return document;
+    }
+    Json& parent = *open_.back();
+    if (parent.is_array()) return parent.get_ref<Json::array_t&>().emplace_back(std::forward<Value>(value));
+    const auto [it, inserted] = parent.get_ref<Json::object_t&>().emplace(std::move(key_), std::forward<Value>(value));
+    if (!inserted) throw JsonError("duplicate key \"" + it->first + "\"");
+    return it->second;
+  }
+  template <typename Value>
+  bool add(Value&& value) {
+    place(std::forward<Value>(value));
+    return true;
+  }
+  // A container stays where it was placed while it is open: only it grows until it closes.
+  bool open(Json empty) {
+    enter();
+    open_.push_back(&place(std::move(empty)));
+    return true;
+  }
+  bool close() {
+    open_.pop_back();
+    --depth;
+    return true;
+  }
+
+  std::vector<Json*> open_;
+  std::string key_;
+};
+
+// Counts the top-level object's keys (other than one) and builds nothing.
+class KeyCounter : public StrictSax {
+ public:
+  explicit KeyCounter(std::string_view except) : except_(except) {}
+  size_t count = 0;
+
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(Json::number_integer_t) { return true; }
+  bool number_unsigned(Json::number_unsigned_t) { return true; }
+  bool number_float(Json::number_float_t, const std::string&) { return true; }
+  bool string(std::string&) { return true; }
+  bool start_object(size_t) { return open(true); }
+  bool start_array(size_t) { return open(false); }
+  bool key(std::string& k) {
+    if (depth == 1 && top_is_object_ && k != except_) ++count;
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+ private:
+  bool open(bool object) {
+    if (depth == 0) top_is_object_ = object;
+    enter();
+    return true;
+  }
+  bool close() {
+    --depth;
+    return true;
+  }
+
+  std::string_view except_;
+  bool top_is_object_ = false;
+};
 
 }  // namespace
 
 Json parse_json(std::string_view text) {
-  // The callback counts the keys of every open object; an object that ends with fewer members
-  // than keys had a repeated key (the map keeps one). Counting costs nothing per key, so a
-  // header of millions of keys parses at the library's own speed; the name of the repeated key
-  // is looked up afterwards. The depth of every container start is bounded as well.
-  std::vector<size_t> keys_seen;
-  bool repeated = false;
-  const Json::parser_callback_t check = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-      case Json::parse_event_t::array_start:
-        if (depth >= kMaxJsonDepth) {
-          throw JsonError("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-        }
-        if (event == Json::parse_event_t::object_start) keys_seen.push_back(0);
-        break;
-      case Json::parse_event_t::key: ++keys_seen.back(); break;
-      case Json::parse_event_t::object_end:
-        if (parsed.size() != keys_seen.back()) repeated = true;
-        keys_seen.pop_back();
-        break;
-      case Json::parse_event_t::array_end:
-      case Json::parse_event_t::value: break;
-    }
-    return true;
-  };
-  try {
-    Json j = Json::parse(text.begin(), text.end(), check, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-    if (repeated) throw JsonError("duplicate key \"" + first_repeated_key(text) + "\"");
-    return j;
-  } catch (const Json::exception& e) {
-    // "[json.exception.parse_error.101] parse error at line 1, column 9: ..." minus the tag.
-    std::string what = e.what();
-    if (const size_t tag_end = what.find("] "); what.rfind("[json.exception.", 0) == 0 && tag_end != std::string::npos) {
-      what = what.substr(tag_end + 2);
-    }
-    throw JsonError(what);
-  }
+  refuse_bom_and_nul(text);
+  DocumentBuilder builder;
+  Json::sax_parse(text.begin(), text.end(), &builder, nlohmann::detail::input_format_t::json, /*strict=*/true,
+                  /*ignore_comments=*/false);
+  return std::move(builder.document);
+}
+
+size_t count_object_keys(std::string_view text, std::string_view except) {
+  refuse_bom_and_nul(text);
+  KeyCounter counter(except);
+  Json::sax_parse(text.begin(), text.end(), &counter, nlohmann::detail::input_format_t::json, /*strict=*/true,
+                  /*ignore_comments=*/false);
+  return counter.count;
 }
 
 std::optional<int64_t> json_int64(const Json& value) {

@@ -6,9 +6,13 @@
 //   std::string line = row.dump();                        // {"step":10,"loss":0.25}
 //
 // Guarantees, each tested in tests/train/test_json.cpp:
-//   * strict RFC 8259 (no comments, trailing commas, NaN literals);
+//   * strict RFC 8259 (no comments, trailing commas, NaN literals), and no byte order mark
+//     before the text or NUL byte in it (nlohmann's lexer would skip the one and stop at the
+//     other, ignoring whatever follows);
+//   * parsing takes time linear in the text whatever its shape (n log n in the members of the
+//     largest object), so a hostile header cannot make a loader hang;
 //   * a key repeated within one object is an error (a safetensors header with two entries of
-//     one name is corrupt), found in time linear in the text;
+//     one name is corrupt), naming the key;
 //   * nesting deeper than kMaxJsonDepth is an error, so a hostile header cannot exhaust memory
 //     or the stack;
 //   * integers stay exact (int64 and uint64, not doubles), and doubles are written in the
@@ -17,6 +21,7 @@
 //     metrics treat null as "no value".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -45,6 +50,12 @@ class JsonError : public std::runtime_error {
 };
 
 Json parse_json(std::string_view text);
+
+// The keys of the top-level object of `text` other than `except`, counted without building the
+// document (linear time, memory bounded by the nesting limit); 0 when the text is not an
+// object. Malformed text is a JsonError, as for parse_json. A reader that must bound a
+// document's size before building it counts first.
+size_t count_object_keys(std::string_view text, std::string_view except = {});
 
 // The value as int64 when it is a JSON integer that fits (nlohmann keeps non-negative
 // integers as uint64), else nullopt: a fraction, a string or 2^63 and above are not int64.

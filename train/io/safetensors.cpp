@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 #include <stdexcept>
@@ -26,6 +27,10 @@ namespace {
 // us allocate gigabytes.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
 constexpr const char* kMetadataKey = "__metadata__";
+// A tensor with elements takes at least one F32's bytes of the data section; an empty one takes
+// none, and a file may hold this many of them besides.
+constexpr uint64_t kSmallestElementBytes = 4;
+constexpr uint64_t kMaxEmptyTensors = 4096;
 // The __metadata__ key under which the writer stores every tensor's CRC-32C.
 constexpr const char* kChecksumKey = "crc32c";
 
@@ -121,10 +126,41 @@ std::string hex32(uint32_t v) {
   return text;
 }
 
-// The checksums entry of __metadata__: a JSON object mapping every tensor name to 8 hex digits.
-std::map<std::string, uint32_t> parse_checksums(const std::string& path, const std::string& text) {
+// The checksums entry of __metadata__ (kChecksumKey), a JSON object:
+//   "<tensor name>": "<8 hex digits>"        the CRC-32C of the tensor's bytes, for every tensor
+//   "__metadata__": {"<key>": "<8 hex>"}     the CRC-32C of the value of every other metadata key
+// "__metadata__" is a name no tensor can have. Files written before the metadata was checksummed
+// have no "__metadata__" member: their tensors are verified and their metadata is read as it
+// is (a bit flipped in it cannot remove the member: it would rename it, which is refused).
+struct Checksums {
+  std::map<std::string, uint32_t> tensors;
+  std::optional<std::map<std::string, uint32_t>> metadata;
+};
+
+// The metadata checksums the writer stores: every key but kChecksumKey, in key order.
+OrderedJson metadata_checksums(const std::map<std::string, std::string>& metadata) {
+  OrderedJson sums = OrderedJson::object();
+  for (const auto& [key, value] : metadata) sums[key] = hex32(crc32c(value.data(), value.size()));
+  return sums;
+}
+
+Checksums parse_checksums(const std::string& path, const std::string& text) {
   const auto bad = [&](const std::string& what) {
     corrupt(path, std::string("__metadata__ '") + kChecksumKey + "' " + what);
+  };
+  // name -> 8 hex digits, for `what` ("tensor", "metadata key").
+  const auto sums_of = [&](const Json& j, const char* what) {
+    std::map<std::string, uint32_t> sums;
+    for (const auto& [name, v] : j.items()) {
+      const std::string digits = v.is_string() ? v.get<std::string>() : "";
+      uint32_t value = 0;
+      const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
+      if (digits.size() != 8 || ec != std::errc() || ptr != digits.data() + digits.size()) {
+        bad("gives " + std::string(what) + " '" + name + "' the checksum " + v.dump() + ", not 8 hex digits");
+      }
+      sums.emplace_hint(sums.end(), name, value);
+    }
+    return sums;
   };
   Json j;
   try {
@@ -133,17 +169,36 @@ std::map<std::string, uint32_t> parse_checksums(const std::string& path, const s
     bad(std::string("is not JSON: ") + e.what());
   }
   if (!j.is_object()) bad("is not a JSON object");
-  std::map<std::string, uint32_t> sums;
-  for (const auto& [name, v] : j.items()) {
-    const std::string digits = v.is_string() ? v.get<std::string>() : "";
-    uint32_t value = 0;
-    const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
-    if (digits.size() != 8 || ec != std::errc() || ptr != digits.data() + digits.size()) {
-      bad("gives tensor '" + name + "' the checksum " + v.dump() + ", not 8 hex digits");
-    }
-    sums[name] = value;
+  Checksums sums;
+  if (const auto meta = j.find(kMetadataKey); meta != j.end()) {
+    if (!meta->is_object()) bad(std::string("has ") + json_type_name(*meta) + " under '" + kMetadataKey + "', not an object");
+    sums.metadata = sums_of(*meta, "metadata key");
+    j.erase(meta);
   }
+  sums.tensors = sums_of(j, "tensor");
   return sums;
+}
+
+// Every metadata value against its stored checksum; every key has one and every checksum a key.
+void verify_metadata(const std::string& path, const std::map<std::string, std::string>& metadata,
+                     std::map<std::string, uint32_t> sums) {
+  for (const auto& [key, value] : metadata) {
+    const auto it = sums.find(key);
+    if (it == sums.end()) {
+      corrupt(path, "__metadata__ '" + key + "' has no checksum in __metadata__ '" + kChecksumKey +
+                        "' (a key was added or renamed after the file was written)");
+    }
+    const uint32_t actual = crc32c(value.data(), value.size());
+    if (actual != it->second) {
+      corrupt(path, "__metadata__ '" + key + "' fails its CRC-32C check (stored " + hex32(it->second) + ", computed " +
+                        hex32(actual) + "): its value was changed after the file was written");
+    }
+    sums.erase(it);
+  }
+  if (!sums.empty()) {
+    corrupt(path, "__metadata__ '" + std::string(kChecksumKey) + "' has a checksum for the metadata key '" +
+                      sums.begin()->first + "', which __metadata__ does not have");
+  }
 }
 
 }  // namespace
@@ -220,6 +275,7 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
     offset += bytes;
   }
   // __metadata__ goes first, as other writers put it; the checksums are one more string in it.
+  checksums[kMetadataKey] = metadata_checksums(file.metadata);
   OrderedJson meta = OrderedJson::object();
   for (const auto& [k, v] : file.metadata) meta[k] = v;
   meta[kChecksumKey] = checksums.dump();
@@ -269,8 +325,19 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
                       std::to_string(kMaxHeaderBytes) + "-byte limit");
   }
   const std::string_view header_text(bytes.data() + 8, static_cast<size_t>(header_len));
+  const uint64_t data_size = file_size - 8 - header_len;
+  // The entries are counted before the document is built: a header may list no more tensors
+  // than its data section can hold, so a small file cannot make us build millions of entries.
   Json header;
   try {
+    const uint64_t listed = count_object_keys(header_text, kMetadataKey);
+    const uint64_t holdable = data_size / kSmallestElementBytes + kMaxEmptyTensors;
+    if (listed > holdable) {
+      corrupt(path, "the header lists " + std::to_string(listed) + " tensors, more than the " +
+                        std::to_string(data_size) + "-byte data section can hold (at most " + std::to_string(holdable) +
+                        ": one per " + std::to_string(kSmallestElementBytes) + " bytes, plus " +
+                        std::to_string(kMaxEmptyTensors) + " empty ones)");
+    }
     header = parse_json(header_text);
   } catch (const JsonError& e) {
     corrupt(path, std::string("bad JSON in the header: ") + e.what());
@@ -302,7 +369,6 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   }
 
   // The ranges must tile the data section: sorted by start, each begins where the last ended.
-  const uint64_t data_size = file_size - 8 - header_len;
   std::sort(entries.begin(), entries.end(), [](const HeaderEntry& a, const HeaderEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
@@ -329,10 +395,13 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
                       std::to_string(data_size) + " bytes, tensors cover " + std::to_string(covered) + ")");
   }
 
-  // 2. The checksums, when the writer stored them, over the bytes as they are in the file.
+  // 2. The checksums, when the writer stored them: the metadata's values (when the file is
+  //    recent enough to have them), then the tensors' bytes as they are in the file.
   const char* data = bytes.data() + 8 + header_len;
   if (has_checksums) {
-    std::map<std::string, uint32_t> sums = parse_checksums(path, checksum_text);
+    Checksums checksums = parse_checksums(path, checksum_text);
+    if (checksums.metadata) verify_metadata(path, file.metadata, std::move(*checksums.metadata));
+    std::map<std::string, uint32_t>& sums = checksums.tensors;
     for (const HeaderEntry& r : entries) {
       const auto it = sums.find(r.name);
       if (it == sums.end()) corrupt(path, "tensor '" + r.name + "' has no checksum in __metadata__ '" + kChecksumKey + "'");

@@ -12,11 +12,16 @@
 // in the order given, and replaces the file atomically (train/atomic_file.h).
 //
 // The writer also stores a CRC-32C of every tensor's bytes in __metadata__ under "crc32c" (one
-// JSON object, name -> 8 hex digits, as a string): other readers see one more metadata string,
-// ours verifies it, so a flipped bit or two swapped tensors of one size are reported by name.
+// JSON object, name -> 8 hex digits, as a string), and under its member "__metadata__" the
+// CRC-32C of every other metadata value (key -> 8 hex digits): other readers see one more
+// metadata string, ours verifies it, so a flipped bit in a tensor or in a saved setting, or two
+// swapped tensors of one size, are reported by name. Files written before the metadata was
+// checksummed lack that member and load with their tensors verified and their metadata as is.
 //
 // The reader trusts nothing: it reads regular files only, checks the header length against the
-// file size, parses the JSON strictly (linear in its size, duplicate keys refused), and requires
+// file size, counts the header's entries before it builds anything (no more than the data section
+// can hold: one per 4 bytes, the smallest element, plus 4096 empty tensors), parses the JSON
+// strictly (linear in its size whatever the entries' shape, duplicate keys refused), and requires
 // each entry's shape to match its byte range, the ranges to stay inside the data section and to
 // cover it exactly once without overlap, and every checksum (when there are any) to match, all
 // before it allocates a tensor. Every problem is a std::runtime_error that starts with
