@@ -3,17 +3,20 @@
 // optimizer, and from a Checkpoint opened once with the file gone), request_stop saves, the
 // options survive their JSON, the checkpoint names its kind and holds the tied weight once and
 // reloads it tied, a checkpoint of another model kind is refused by name, divergence stops
-// without saving the bad state, weight decay on matrices leaves the other parameters alone, and a
-// golden run guards the whole trajectory.
+// without saving the bad state, weight decay on matrices leaves the other parameters alone, the
+// loss over the whole validation split is every window once, and a golden run guards the whole
+// trajectory.
 #include <cmath>
 #include <filesystem>
 #include <limits>
 
+#include "attograd/autograd/grad_mode.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
+#include "attograd/train/losses.h"
 #include "attograd/train/seq2seq_job.h"
 #include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
@@ -210,6 +213,40 @@ BOOST_AUTO_TEST_CASE(decay_on_matrices_leaves_biases_norms_and_embedding_tables_
     BOOST_TEST(largest_decay > 1e-5, name);  // the decay did reach the matrix
   }
   BOOST_TEST(matrices == 6);  // w_q, w_k, w_v, w_o, linear1, linear2 of the one block
+}
+
+// train_gpt --eval-full: the loss over the whole validation split is the mean over every
+// non-overlapping window, as a loop over the windows one at a time computes it (the last batch
+// of 4 windows is short, and weighs by its rows); the model's mode is restored. --eval-windows:
+// evaluate() reads that many evenly spaced windows instead.
+BOOST_AUTO_TEST_CASE(the_whole_split_is_every_window_once_and_eval_windows_sets_the_sample) {
+  GPTJobOptions j = tiny_job();
+  j.batch = 4;
+  Run run(tiny_options(10), {}, 0.0, j);
+  const std::vector<int64_t>& val = run.job->data().val;
+  const int64_t block = run.model->options().block_size;
+  const SplitLoss whole = run.job->evaluate_whole_split();
+  BOOST_TEST(whole.windows == static_cast<int64_t>((val.size() - 1) / static_cast<size_t>(block)));
+  BOOST_TEST(whole.windows % j.batch != 0);  // a short last batch
+  BOOST_TEST(run.model->is_training());
+  double sum = 0;
+  {
+    NoGradGuard no_grad;
+    EvalModeGuard eval_mode(*run.model);
+    for (int64_t w = 0; w < whole.windows; ++w) {
+      const auto at = val.begin() + w * block;
+      const Indices ids(Shape{1, block}, std::vector<int64_t>(at, at + block));
+      const Indices next(Shape{1, block}, std::vector<int64_t>(at + 1, at + block + 1));
+      sum += cross_entropy((*run.model)(ids), next).item();
+    }
+  }
+  BOOST_TEST(whole.loss == sum / static_cast<double>(whole.windows), boost::test_tools::tolerance(1e-5));
+  // Fewer evaluation windows read another sample of the split; the default evaluation is unchanged.
+  const double sampled = run.trainer->evaluate().loss;
+  j.eval_windows = 5;
+  Run fewer(tiny_options(10), {}, 0.0, j);
+  BOOST_TEST(fewer.trainer->evaluate().loss != sampled);
+  BOOST_TEST(sampled != whole.loss);
 }
 
 BOOST_AUTO_TEST_CASE(the_loss_falls_over_fifty_steps) {
