@@ -49,13 +49,19 @@ int run(const TrainGPTArgs& a) {
         << split.val.size() << " validation), " << tokenizer.kind_name() << " tokenizer, vocab "
         << tokenizer.vocab_size() << "\n"
         << "model  GPT " << m.n_layers << " layers, " << m.n_head << " heads, d_model " << m.d_model << ", context "
-        << m.block_size << ", dropout " << m.dropout << ", " << model.num_parameters() << " parameters\n"
+        << m.block_size << ", dropout " << m.dropout << (m.bias ? "" : ", no biases") << ", "
+        << model.num_parameters() << " parameters\n"
         << describe_training(t, "batch " + std::to_string(options.batch) + ", " + std::to_string(t.steps) +
                                     " steps, seed " + std::to_string(options.seed));
   const TrainSummary s = run.train(job, about.str());
 
   std::cout << std::fixed << std::setprecision(4) << "final train loss " << s.train_loss << ", validation loss "
             << s.eval.loss << " (nats per token)\n";
+  if (a.eval_full && !s.interrupted) {
+    // Each process alone reads the whole split: the same number on every rank, rank 0 prints it.
+    const SplitLoss whole = job.evaluate_whole_split();
+    std::cout << "validation loss over the whole split: " << whole.loss << " over " << whole.windows << " windows\n";
+  }
   return run.finish(s, ", sample with generate --checkpoint " + run.checkpoint_path());
 }
 

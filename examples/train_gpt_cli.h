@@ -28,6 +28,7 @@ struct TrainGPTArgs : TrainingArgs {
   GPTOptions model{.vocab = 0, .block_size = 128, .d_model = 128, .n_head = 4, .n_layers = 4, .dropout = 0.0,
                    .bias = true};
   GPTJobOptions job;  // batch 32; seed = --seed
+  bool eval_full = false;  // at the end, the loss over the whole validation split
 
   TrainGPTArgs() {
     // The step budget: about a minute on two quiet cores, a few on a busy machine (README).
@@ -50,8 +51,13 @@ struct TrainGPTArgs : TrainingArgs {
     f.integer("--d-model", model.d_model, 1, GPTLimits::d_model, "width");
     f.integer("--block-size", model.block_size, 1, GPTLimits::block_size, "context length in tokens");
     f.real("--dropout", model.dropout, 0.0, 1.0, "dropout probability", true);
+    f.flag("--bias,!--no-bias", model.bias, "biases in the attention projections and the MLP (LayerNorms keep theirs)");
     f.group("optimisation", true);
     f.integer("--batch", job.batch, 1, int64_t{1} << 20, "windows per step");
+    f.group("evaluation and output", false);
+    f.integer("--eval-windows", job.eval_windows, 1, int64_t{1} << 20,
+              "validation windows per evaluation, evenly spaced (at most; rounded down to whole batches)");
+    f.flag("--eval-full", eval_full, "at the end, the validation loss over the whole split (every window)");
   }
 
   void finish(const CommandLine& line) {

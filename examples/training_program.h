@@ -201,7 +201,7 @@ struct TrainingArgs {
   std::string save_path, resume_path, log_path, plot_path, run_name;
   std::string config_path, write_config_path;  // --config, --write-config
   std::string config_text;                     // the effective configuration as TOML
-  std::string threads = "auto", optimizer, schedule;  // resolved into trainer
+  std::string threads = "auto", optimizer, schedule, decay_params;  // resolved into trainer
   std::string usage;                           // --help's text or --version's line: print it and stop
   std::vector<InputFile> inputs;               // what the run reads: never one of its outputs
   const ProgramInfo* program = nullptr;        // the program's Args::kInfo
@@ -351,12 +351,17 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
   TrainerOptions& t = a.trainer;
   a.optimizer = optimizer_kind_name(t.optimizer);
   a.schedule = lr_decay_name(t.schedule);
+  a.decay_params = decay_params_name(t.decay);
   f.group("optimisation", true);
   f.choice("--optimizer", a.optimizer, "update rule", {"sgd", "adam", "adamw"});
   f.real("--lr", t.lr, 0.0, RL::lr, "peak learning rate (after warm-up)");
   f.real("--min-lr", t.min_lr, 0.0, RL::lr, "learning rate at the end of the decay");
   f.real("--weight-decay", t.weight_decay, 0.0, RL::lr, "L2 (sgd, adam) or decoupled (adamw)");
+  f.choice("--decay-params", a.decay_params,
+           "what --weight-decay applies to; matrices leaves biases, norms and embedding tables alone", {"all", "matrices"});
   f.real("--momentum", t.momentum, 0.0, 1.0, "SGD momentum", true);
+  f.real("--beta1", t.beta1, 0.0, 1.0, "adam, adamw: decay rate of the first moment", true);
+  f.real("--beta2", t.beta2, 0.0, 1.0, "adam, adamw: decay rate of the second moment", true);
   f.integer("--warmup", t.warmup_steps, 0, kBig, "linear warm-up steps (unless given: at most a tenth of --steps)");
   f.choice("--schedule", a.schedule, "decay after warm-up", {"constant", "cosine", "linear"});
   f.real("--clip", t.clip_norm, 0.0, RL::clip_norm, "max gradient norm, 0 = off");
@@ -414,6 +419,7 @@ Args parse_training_args(std::vector<std::string> argv) {
   TrainerOptions& t = a.trainer;
   t.optimizer = line.choice("--optimizer", parse_optimizer_kind, a.optimizer);
   t.schedule = line.choice("--schedule", parse_lr_decay, a.schedule);
+  t.decay = line.choice("--decay-params", parse_decay_params, a.decay_params);
   t.threads = parse_threads(a.threads, TrainerLimits::threads);
   if (!line.resuming && !line.given("--warmup")) {
     // Unless asked for, the warm-up follows the budget, so that any --steps runs; the written

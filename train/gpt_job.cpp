@@ -3,6 +3,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attograd/autograd/grad_mode.h"
 #include "attograd/core/format.h"
 #include "attograd/core/rng.h"
 #include "attograd/models/generate.h"
@@ -96,10 +97,10 @@ StepLoss GPTJob::loss(uint64_t index, const Shard& rows) {
   return {.loss = loss, .tokens = options_.batch * block};
 }
 
-Evaluation GPTJob::evaluate(const Ranks& ranks) {
+double GPTJob::mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks) {
   double sum = 0;
   int64_t rows = 0;
-  for (const TextBatch& b : eval_) {
+  for (const TextBatch& b : batches) {
     // Each batch's loss is a mean over its rows; weighting by rows makes the result the mean
     // over every validation token even when the last batch is short.
     const int64_t all = b.inputs.shape[0];
@@ -117,8 +118,22 @@ Evaluation GPTJob::evaluate(const Ranks& ranks) {
     sum = v[0];
     rows = static_cast<int64_t>(v[1]);
   }
+  return sum / static_cast<double>(rows);
+}
+
+SplitLoss GPTJob::evaluate_whole_split(const Ranks& ranks) {
+  NoGradGuard no_grad;
+  EvalModeGuard eval_mode(model_);
+  const std::vector<TextBatch> batches =
+      tiled_batches(data_.val, {.batch = options_.batch, .block_size = model_.options().block_size});
+  int64_t windows = 0;
+  for (const TextBatch& b : batches) windows += b.inputs.shape[0];
+  return {.loss = mean_loss(batches, ranks), .windows = windows};
+}
+
+Evaluation GPTJob::evaluate(const Ranks& ranks) {
   Evaluation e;
-  e.loss = sum / static_cast<double>(rows);
+  e.loss = mean_loss(eval_, ranks);
   std::ostringstream line;
   line.setf(std::ios::fixed);
   line.precision(4);

@@ -37,13 +37,19 @@ struct GPTJobOptions {
   uint64_t seed = 0;             // the batches; the caller seeds init and dropout with manual_seed
   double train_fraction = 0.9;   // of the tokens for training, the rest validates
   // What only observes the run.
-  int64_t eval_windows = 64;       // validation windows per evaluation (at most)
+  int64_t eval_windows = 64;       // validation windows per evaluation (at most; whole batches)
   int64_t sample_tokens = 100;     // generated at every evaluation; 0 generates none
   std::string sample_prompt = "\n";  // the text the sample continues
 };
 
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const GPTJobOptions& options);
+
+// The mean loss over a whole validation split, and the windows it was taken over.
+struct SplitLoss {
+  double loss = 0;
+  int64_t windows = 0;
+};
 
 class GPTJob : public TrainingJob {
  public:
@@ -56,6 +62,12 @@ class GPTJob : public TrainingJob {
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
   std::map<std::string, std::string> metadata() const override;
+
+  // The mean loss over every non-overlapping window of the validation split (tiled_batches: each
+  // validation token but the first predicted once), where evaluate() reads eval_windows of them;
+  // in eval mode without a graph, the model's mode restored. Over several processes each rank
+  // takes its part of every batch.
+  SplitLoss evaluate_whole_split(const Ranks& ranks = Ranks());
 
   // sample_tokens tokens continuing the sample prompt (temperature 0.8, top-k 40, seed `seed`),
   // decoded; the default generator is left as it was.
@@ -73,6 +85,9 @@ class GPTJob : public TrainingJob {
   std::string data_json_;  // the "data" entry
   std::vector<TextBatch> eval_;
   std::vector<int64_t> prompt_;
+
+  // The mean loss over every window of `batches`, each window's rows split over the ranks.
+  double mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks);
 };
 
 // The trajectory options of a GPT checkpoint's "data" entry, into `base` (whose observing

@@ -43,7 +43,8 @@ constexpr const char* kAllSlots[] = {"momentum_buffer", "exp_avg", "exp_avg_sq"}
 
 }  // namespace
 
-Optimizer::Optimizer(NamedVariables params, double lr, const char* kind) : params_(std::move(params)), lr_(lr) {
+Optimizer::Optimizer(NamedVariables params, double lr, const char* kind, const std::vector<std::string>& no_decay)
+    : params_(std::move(params)), lr_(lr) {
   check_lr(kind, lr);
   require(!params_.empty(), kind, "got an empty parameter list");
   std::set<std::string> names;
@@ -59,6 +60,12 @@ Optimizer::Optimizer(NamedVariables params, double lr, const char* kind) : param
             "parameter '" + name + "' of shape " + p.shape().str() + " is a non-contiguous view");
   }
   states_.resize(params_.size());
+  decays_.assign(params_.size(), true);
+  for (const std::string& exempt : no_decay) {
+    const auto it = std::find_if(params_.begin(), params_.end(), [&](const auto& p) { return p.first == exempt; });
+    require(it != params_.end(), kind, "no_decay names '" + exempt + "', which is not one of the parameters");
+    decays_[static_cast<size_t>(it - params_.begin())] = false;
+  }
 }
 
 void Optimizer::set_lr(double lr) {
@@ -80,7 +87,7 @@ void Optimizer::step() {
     }
     ParamState& s = states_[i];
     ++s.step;
-    update(value, g.contiguous(), s);
+    update(value, g.contiguous(), s, decays_[i]);
   }
 }
 
@@ -154,7 +161,8 @@ void Optimizer::load_state(const OptimizerState& state) {
 
 // ---- SGD ----
 
-SGD::SGD(NamedVariables params, const SGDOptions& options) : Optimizer(std::move(params), options.lr, "SGD"), options_(options) {
+SGD::SGD(NamedVariables params, const SGDOptions& options)
+    : Optimizer(std::move(params), options.lr, "SGD", options.no_decay), options_(options) {
   require(std::isfinite(options.momentum) && options.momentum >= 0, "SGD", "invalid momentum " + num(options.momentum));
   require(std::isfinite(options.dampening), "SGD", "invalid dampening " + num(options.dampening));
   require(std::isfinite(options.weight_decay) && options.weight_decay >= 0, "SGD",
@@ -169,7 +177,7 @@ std::vector<std::string> SGD::state_slots() const {
   return {"momentum_buffer"};
 }
 
-void SGD::update(Tensor& param, const Tensor& grad, ParamState& state) {
+void SGD::update(Tensor& param, const Tensor& grad, ParamState& state, bool decay) {
   const SGDOptions& o = options_;
   const bool first = o.momentum != 0 && !state.momentum_buffer.defined();
   if (first) state.momentum_buffer = Tensor(param.shape(), param.dtype());
@@ -177,13 +185,14 @@ void SGD::update(Tensor& param, const Tensor& grad, ParamState& state) {
     T* p = param.data<T>();
     const T* g = grad.data<T>();
     T* buf = o.momentum != 0 ? state.momentum_buffer.data<T>() : nullptr;
+    const bool decayed = decay && o.weight_decay != 0;
     const T wd = static_cast<T>(o.weight_decay);
     const T mom = static_cast<T>(o.momentum);
     const T keep = static_cast<T>(1 - o.dampening);
     const T neg_lr = static_cast<T>(-lr());
     for (int64_t i = 0; i < param.numel(); ++i) {
       T d = g[i];
-      if (o.weight_decay != 0) d = d + wd * p[i];
+      if (decayed) d = d + wd * p[i];
       if (buf != nullptr) {
         buf[i] = first ? d : buf[i] * mom + keep * d;
         d = o.nesterov ? d + mom * buf[i] : buf[i];
@@ -198,7 +207,7 @@ void SGD::update(Tensor& param, const Tensor& grad, ParamState& state) {
 Adam::Adam(NamedVariables params, const AdamOptions& options) : Adam(std::move(params), options, "Adam") {}
 
 Adam::Adam(NamedVariables params, const AdamOptions& options, const char* kind)
-    : Optimizer(std::move(params), options.lr, kind), options_(options) {
+    : Optimizer(std::move(params), options.lr, kind, options.no_decay), options_(options) {
   require(std::isfinite(options.eps) && options.eps >= 0, kind, "invalid eps " + num(options.eps));
   require(options.beta1 >= 0 && options.beta1 < 1, kind, "invalid beta1 " + num(options.beta1) + " (need 0 <= beta1 < 1)");
   require(options.beta2 >= 0 && options.beta2 < 1, kind, "invalid beta2 " + num(options.beta2) + " (need 0 <= beta2 < 1)");
@@ -207,11 +216,11 @@ Adam::Adam(NamedVariables params, const AdamOptions& options, const char* kind)
 }
 
 AdamW::AdamW(NamedVariables params, const AdamWOptions& o)
-    : Adam(std::move(params), AdamOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}, "AdamW") {
+    : Adam(std::move(params), AdamOptions{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.no_decay}, "AdamW") {
   decoupled_ = true;
 }
 
-void Adam::update(Tensor& param, const Tensor& grad, ParamState& state) {
+void Adam::update(Tensor& param, const Tensor& grad, ParamState& state, bool decay) {
   const AdamOptions& o = options_;
   if (!state.exp_avg.defined()) {
     state.exp_avg = zeros(param.shape(), param.dtype());
@@ -229,20 +238,20 @@ void Adam::update(Tensor& param, const Tensor& grad, ParamState& state) {
     T* m = state.exp_avg.data<T>();
     T* v = state.exp_avg_sq.data<T>();
     const T wd = static_cast<T>(o.weight_decay);
-    const T decay = static_cast<T>(1 - lr() * o.weight_decay);
+    const T shrink = static_cast<T>(1 - lr() * o.weight_decay);  // decoupled decay: p *= shrink
     const T b1 = static_cast<T>(o.beta1), one_minus_b1 = static_cast<T>(1 - o.beta1);
     const T b2 = static_cast<T>(o.beta2), one_minus_b2 = static_cast<T>(1 - o.beta2);
     const T bc2_sqrt = static_cast<T>(bias_correction2_sqrt);
     const T eps = static_cast<T>(o.eps);
     const T neg_step = static_cast<T>(-step_size);
-    const bool decay_param = decoupled_ && o.weight_decay != 0;
-    const bool decay_grad = !decoupled_ && o.weight_decay != 0;
+    const bool decay_param = decay && decoupled_ && o.weight_decay != 0;
+    const bool decay_grad = decay && !decoupled_ && o.weight_decay != 0;
     // Elements are independent: big parameters are split over the pool (same bits for any
     // split), and the loop has no branch inside so that it vectorises.
     const int64_t n = param.numel();
     parallel_for(n, parallel_chunks(n, 12.0 * static_cast<double>(n)), [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        const T pi = decay_param ? p[i] * decay : p[i];
+        const T pi = decay_param ? p[i] * shrink : p[i];
         const T gi = decay_grad ? g[i] + wd * p[i] : g[i];
         m[i] = m[i] * b1 + one_minus_b1 * gi;
         v[i] = v[i] * b2 + one_minus_b2 * gi * gi;

@@ -14,6 +14,9 @@
 //   * a parameter whose grad is undefined is skipped: its value and its state do not change
 //     (PyTorch skips `p.grad is None` the same way); with zero_grad(false) grads become zeros
 //     instead, and zero-grad parameters are then updated (decay, momentum) as in PyTorch;
+//   * weight decay applies to every parameter but those named in the options' `no_decay` (each
+//     must be one of the parameters): PyTorch's parameter groups with weight_decay 0, as GPT-2's
+//     recipe leaves biases, norms and embeddings alone;
 //   * state is per parameter and created at the parameter's first update; state() and
 //     load_state() export and import it by parameter name for checkpoints;
 //   * updates are computed in the parameter's own dtype (f32 training, f64 tests).
@@ -76,14 +79,16 @@ class Optimizer {
   void load_state(const OptimizerState& state);
 
  protected:
-  Optimizer(NamedVariables params, double lr, const char* kind);
-  // Applies one update to `param` (contiguous) from `grad` (contiguous, same shape and dtype).
+  Optimizer(NamedVariables params, double lr, const char* kind, const std::vector<std::string>& no_decay);
+  // Applies one update to `param` (contiguous) from `grad` (contiguous, same shape and dtype),
+  // with the options' weight decay when `decay` (false for the parameters named in no_decay).
   // `state.step` has already been incremented.
-  virtual void update(Tensor& param, const Tensor& grad, ParamState& state) = 0;
+  virtual void update(Tensor& param, const Tensor& grad, ParamState& state, bool decay) = 0;
 
  private:
   NamedVariables params_;
   std::vector<ParamState> states_;  // parallel to params_
+  std::vector<bool> decays_;        // parallel to params_: not named in no_decay
   double lr_ = 0;
 };
 
@@ -93,6 +98,7 @@ struct SGDOptions {
   double dampening = 0.0;
   double weight_decay = 0.0;  // L2 penalty added to the gradient
   bool nesterov = false;      // needs momentum > 0 and dampening == 0
+  std::vector<std::string> no_decay{};  // parameters without weight decay
 };
 
 // grad' = grad + wd * p;  buf = grad' (first step) or momentum * buf + (1 - dampening) * grad';
@@ -105,7 +111,7 @@ class SGD : public Optimizer {
   const SGDOptions& options() const { return options_; }
 
  private:
-  void update(Tensor& param, const Tensor& grad, ParamState& state) override;
+  void update(Tensor& param, const Tensor& grad, ParamState& state, bool decay) override;
   SGDOptions options_;
 };
 
@@ -115,6 +121,7 @@ struct AdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 0.0;  // Adam: L2 added to the gradient; AdamW: decoupled, p *= 1 - lr * wd
+  std::vector<std::string> no_decay{};  // parameters without weight decay
 };
 
 // t = step; g' = g + wd * p (Adam only);  m = beta1 m + (1 - beta1) g';  v = beta2 v + (1 - beta2) g'^2
@@ -128,7 +135,7 @@ class Adam : public Optimizer {
 
  protected:
   Adam(NamedVariables params, const AdamOptions& options, const char* kind);
-  void update(Tensor& param, const Tensor& grad, ParamState& state) override;
+  void update(Tensor& param, const Tensor& grad, ParamState& state, bool decay) override;
   AdamOptions options_;
   bool decoupled_ = false;
 };
@@ -140,6 +147,7 @@ struct AdamWOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
   double weight_decay = 1e-2;
+  std::vector<std::string> no_decay{};  // parameters without weight decay
 };
 
 // Adam with decoupled weight decay (Loshchilov & Hutter): p *= 1 - lr * wd before the Adam

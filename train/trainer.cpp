@@ -74,13 +74,20 @@ void Ranks::sum(std::vector<double>& values) const {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const TrainerOptions& o) {
+  std::vector<std::string> no_decay;
+  for (const auto& [name, p] : params) {
+    if (!decays(name, p.shape(), o.decay)) no_decay.push_back(name);
+  }
   switch (o.optimizer) {
     case OptimizerKind::sgd:
-      return std::make_unique<SGD>(params, SGDOptions{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay});
+      return std::make_unique<SGD>(params, SGDOptions{.lr = o.lr, .momentum = o.momentum, .weight_decay = o.weight_decay,
+                                                      .no_decay = no_decay});
     case OptimizerKind::adam:
-      return std::make_unique<Adam>(params, AdamOptions{.lr = o.lr, .weight_decay = o.weight_decay});
+      return std::make_unique<Adam>(params, AdamOptions{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2,
+                                                        .weight_decay = o.weight_decay, .no_decay = no_decay});
     case OptimizerKind::adamw:
-      return std::make_unique<AdamW>(params, AdamWOptions{.lr = o.lr, .weight_decay = o.weight_decay});
+      return std::make_unique<AdamW>(params, AdamWOptions{.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2,
+                                                          .weight_decay = o.weight_decay, .no_decay = no_decay});
   }
   throw std::logic_error("Trainer: unknown optimizer kind");
 }

@@ -59,13 +59,24 @@ const char* optimizer_kind_name(OptimizerKind kind);  // "sgd", "adam", "adamw"
 // Inverse of optimizer_kind_name; std::invalid_argument listing the choices otherwise.
 OptimizerKind parse_optimizer_kind(const std::string& name);
 
+// Which parameters weight decay applies to: all of them, or only the matrices, GPT-2's recipe
+// (as minGPT and nanoGPT until 2023 wrote it; nanoGPT now decays the embedding tables too).
+// decays() below is the rule.
+enum class DecayParams { all, matrices };
+const char* decay_params_name(DecayParams which);  // "all", "matrices"
+// Inverse of decay_params_name; std::invalid_argument listing the choices otherwise.
+DecayParams parse_decay_params(const std::string& name);
+
 struct TrainerOptions {
   // What the trajectory depends on: stored in checkpoints and required to match on resume.
   OptimizerKind optimizer = OptimizerKind::adam;
   double lr = 5e-3;            // peak learning rate (after warm-up)
   double min_lr = 0.0;         // reached at `steps` by cosine and linear decay
   double weight_decay = 0.0;   // L2 for SGD and Adam, decoupled for AdamW
+  DecayParams decay = DecayParams::all;  // the parameters weight_decay applies to
   double momentum = 0.9;       // SGD only
+  double beta1 = 0.9;          // Adam and AdamW: decay rate of the first moment
+  double beta2 = 0.999;        // and of the second
   int64_t warmup_steps = 30;
   LrDecay schedule = LrDecay::cosine;
   int64_t steps = 1000;        // the step budget, and the end of the decay
@@ -93,8 +104,16 @@ struct TrainerLimits {
 
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const TrainerOptions& options);
-// The optimizer the options name, over `params`, at the options' lr and weight decay.
+// The optimizer the options name, over `params`, at the options' lr, betas and weight decay,
+// weight decay applied only where decays() says so.
 std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const TrainerOptions& options);
+// Whether weight decay applies to the parameter `name` of shape `shape` under `which`. Under
+// `matrices` it applies to parameters of rank >= 2 that are not an embedding table, so it leaves
+// alone the biases, the LayerNorms' weights, and the tables of tokens and positions. A table is
+// known by its module's name, the part of `name` before ".weight": "pos", "wte", "wpe" or a name
+// ending in "embed" ("embed", "src_embed", "tgt_embed"), the names attograd's models and
+// nanoGPT give them. The GPT's head is tied to embed.weight, so it is not decayed either.
+bool decays(const std::string& name, const Shape& shape, DecayParams which);
 // The learning-rate schedule the options describe (warm-up, decay to min_lr at `steps`).
 LrScheduleOptions schedule_options(const TrainerOptions& options);
 

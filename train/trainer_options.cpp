@@ -2,6 +2,7 @@
 // trajectory-shaping options that checkpoints store (train/trainer.h).
 #include <cmath>
 #include <optional>
+#include <string>
 #include <stdexcept>
 
 #include "attograd/core/format.h"
@@ -21,6 +22,30 @@ const char* optimizer_kind_name(OptimizerKind kind) { return name_of(kOptimizerN
 
 OptimizerKind parse_optimizer_kind(const std::string& name) { return named(kOptimizerNames, name, "optimizer"); }
 
+constexpr Named<DecayParams> kDecayParamsNames[] = {{DecayParams::all, "all"}, {DecayParams::matrices, "matrices"}};
+
+const char* decay_params_name(DecayParams which) { return name_of(kDecayParamsNames, which); }
+
+DecayParams parse_decay_params(const std::string& name) {
+  return named(kDecayParamsNames, name, "set of decayed parameters");
+}
+
+bool decays(const std::string& name, const Shape& shape, DecayParams which) {
+  switch (which) {
+    case DecayParams::all:
+      return true;
+    case DecayParams::matrices: {
+      const size_t last_dot = name.rfind('.');
+      const std::string module = last_dot == std::string::npos ? "" : name.substr(0, last_dot);
+      const std::string own = module.substr(module.rfind('.') + 1);  // the whole path when it has no dot
+      const bool table = name.substr(last_dot + 1) == "weight" &&
+                         (own == "pos" || own == "wte" || own == "wpe" || own.ends_with("embed"));
+      return shape.rank() >= 2 && !table;
+    }
+  }
+  throw std::logic_error("decays: unknown DecayParams");
+}
+
 void validate(const TrainerOptions& o) {
   const auto fail = [](const std::string& what) { throw std::invalid_argument("Trainer: " + what); };
   using L = TrainerLimits;
@@ -34,6 +59,8 @@ void validate(const TrainerOptions& o) {
     fail("weight_decay must lie in [0, " + format_number(L::lr) + "], got " + format_number(o.weight_decay));
   }
   if (!(o.momentum >= 0 && o.momentum < 1)) fail("momentum must lie in [0, 1), got " + format_number(o.momentum));
+  if (!(o.beta1 >= 0 && o.beta1 < 1)) fail("beta1 must lie in [0, 1), got " + format_number(o.beta1));
+  if (!(o.beta2 >= 0 && o.beta2 < 1)) fail("beta2 must lie in [0, 1), got " + format_number(o.beta2));
   if (o.steps < 1 || o.steps > L::steps) {
     fail("steps must lie in [1, " + std::to_string(L::steps) + "], got " + std::to_string(o.steps));
   }
@@ -61,18 +88,25 @@ void validate(const TrainerOptions& o) {
 }
 
 // The options that shape the trajectory, in the order checkpoints list them (json_text.h).
+// Checkpoints written before the betas and the decayed set existed lack them (kKeepIfAbsent).
 constexpr auto kTrainerFields = [](auto& o, auto&& field) {
   field("optimizer", o.optimizer, optimizer_kind_name, parse_optimizer_kind);
   field("lr", o.lr), field("min_lr", o.min_lr), field("weight_decay", o.weight_decay), field("momentum", o.momentum);
   field("warmup_steps", o.warmup_steps), field("schedule", o.schedule, lr_decay_name, parse_lr_decay);
   field("steps", o.steps), field("clip_norm", o.clip_norm);
+  field("beta1", o.beta1, kKeepIfAbsent), field("beta2", o.beta2, kKeepIfAbsent);
+  field("decay", o.decay, decay_params_name, parse_decay_params, kKeepIfAbsent);
 };
 
 std::string trainer_options_to_json(const TrainerOptions& o) { return fields_to_json(o, kTrainerFields).dump(); }
 
 TrainerOptions trainer_options_from_json(const std::string& text, const TrainerOptions& base) {
   const std::string op = "trainer_options_from_json: ";
-  return validated(fields_from_json(text, kTrainerFields, op, base), op);
+  // A field that `text` predates takes the value every run had before the field existed, today's
+  // default, whatever `base` holds: over the defaults' JSON first, so only base's observing
+  // options stay.
+  const TrainerOptions start = fields_from_json(trainer_options_to_json(TrainerOptions{}), kTrainerFields, op, base);
+  return validated(fields_from_json(text, kTrainerFields, op, start), op);
 }
 
 }  // namespace ag

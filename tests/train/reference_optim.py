@@ -26,6 +26,13 @@ CONFIGS = [
     ("sgd_momentum_clipped", lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), 0.5),
     ("adam_wd", lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.01), None),
     ("adamw", lambda p: torch.optim.AdamW(p, lr=0.05, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.1), None),
+    # Two parameter groups, the second without decay: what no_decay = {"b", "unused"} means.
+    ("adamw_betas_bias_not_decayed",
+     lambda p: torch.optim.AdamW([{"params": p[:1]}, {"params": p[1:], "weight_decay": 0.0}],
+                                 lr=0.05, betas=(0.8, 0.95), eps=1e-8, weight_decay=0.5), None),
+    ("sgd_momentum_bias_not_decayed",
+     lambda p: torch.optim.SGD([{"params": p[:1]}, {"params": p[1:], "weight_decay": 0.0}],
+                               lr=0.05, momentum=0.9, weight_decay=0.5), None),
 ]
 
 

@@ -3,16 +3,20 @@
 // optimizer, and from a Checkpoint opened once with the file gone), request_stop saves, the
 // options survive their JSON, the checkpoint names its kind and holds the tied weight once and
 // reloads it tied, a checkpoint of another model kind is refused by name, divergence stops
-// without saving the bad state, and a golden run guards the whole trajectory.
+// without saving the bad state, weight decay on matrices leaves the other parameters alone, the
+// loss over the whole validation split is every window once, and a golden run guards the whole
+// trajectory.
 #include <cmath>
 #include <filesystem>
 #include <limits>
 
+#include "attograd/autograd/grad_mode.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
+#include "attograd/train/losses.h"
 #include "attograd/train/seq2seq_job.h"
 #include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
@@ -166,6 +170,83 @@ BOOST_AUTO_TEST_CASE(job_options_come_back_from_the_checkpoint_with_the_whole_se
   BOOST_TEST(back.train_fraction == 0.75);
   BOOST_TEST(back.eval_windows == 5);
   BOOST_TEST(back.sample_tokens == 0);
+}
+
+// GPT-2's recipe: with weight decay on matrices, one AdamW update of the embedding tables, the
+// biases and the LayerNorms is bit for bit the update without decay, and each matrix's is that
+// update less lr * wd times the matrix before the step (p (1 - lr wd) + u = (p + u) - lr wd p).
+BOOST_AUTO_TEST_CASE(decay_on_matrices_leaves_biases_norms_and_embedding_tables_alone) {
+  TrainerOptions decayed = tiny_options(10);
+  decayed.weight_decay = 0.5;
+  decayed.decay = DecayParams::matrices;
+  decayed.warmup_steps = 0;  // the first update at the peak lr
+  TrainerOptions plain = decayed;
+  plain.weight_decay = 0.0;
+  Run a(decayed), b(plain);
+  const NamedVariables params = a.model->named_parameters();
+  std::vector<std::vector<double>> before;
+  for (const auto& [name, p] : params) before.push_back(p.value().to_vector());
+  a.trainer->train_step();
+  b.trainer->train_step();
+  const double lr_wd = LrSchedule(schedule_options(decayed)).at(0) * decayed.weight_decay;
+  const NamedVariables plain_params = b.model->named_parameters();
+  int64_t matrices = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string& name = params[i].first;
+    const bool matrix = name.ends_with(".weight") &&
+                        (name.find(".attn.w_") != std::string::npos || name.find(".ff.linear") != std::string::npos);
+    BOOST_TEST(decays(name, params[i].second.shape(), DecayParams::matrices) == matrix, name);
+    BOOST_TEST(decays(name, params[i].second.shape(), DecayParams::all), name);
+    const std::vector<double> got = params[i].second.value().to_vector();
+    const std::vector<double> undecayed = plain_params[i].second.value().to_vector();
+    if (!matrix) {
+      BOOST_TEST(got == undecayed, name);
+      continue;
+    }
+    ++matrices;
+    double largest_decay = 0;
+    for (size_t k = 0; k < got.size(); ++k) {
+      const double want = undecayed[k] - lr_wd * before[i][k];
+      BOOST_TEST(std::abs(got[k] - want) <= 1e-6, name << "[" << k << "]: " << got[k] << " vs " << want);
+      largest_decay = std::max(largest_decay, std::abs(got[k] - undecayed[k]));
+    }
+    BOOST_TEST(largest_decay > 1e-5, name);  // the decay did reach the matrix
+  }
+  BOOST_TEST(matrices == 6);  // w_q, w_k, w_v, w_o, linear1, linear2 of the one block
+}
+
+// train_gpt --eval-full: the loss over the whole validation split is the mean over every
+// non-overlapping window, as a loop over the windows one at a time computes it (the last batch
+// of 4 windows is short, and weighs by its rows); the model's mode is restored. --eval-windows:
+// evaluate() reads that many evenly spaced windows instead.
+BOOST_AUTO_TEST_CASE(the_whole_split_is_every_window_once_and_eval_windows_sets_the_sample) {
+  GPTJobOptions j = tiny_job();
+  j.batch = 4;
+  Run run(tiny_options(10), {}, 0.0, j);
+  const std::vector<int64_t>& val = run.job->data().val;
+  const int64_t block = run.model->options().block_size;
+  const SplitLoss whole = run.job->evaluate_whole_split();
+  BOOST_TEST(whole.windows == static_cast<int64_t>((val.size() - 1) / static_cast<size_t>(block)));
+  BOOST_TEST(whole.windows % j.batch != 0);  // a short last batch
+  BOOST_TEST(run.model->is_training());
+  double sum = 0;
+  {
+    NoGradGuard no_grad;
+    EvalModeGuard eval_mode(*run.model);
+    for (int64_t w = 0; w < whole.windows; ++w) {
+      const auto at = val.begin() + w * block;
+      const Indices ids(Shape{1, block}, std::vector<int64_t>(at, at + block));
+      const Indices next(Shape{1, block}, std::vector<int64_t>(at + 1, at + block + 1));
+      sum += cross_entropy((*run.model)(ids), next).item();
+    }
+  }
+  BOOST_TEST(whole.loss == sum / static_cast<double>(whole.windows), boost::test_tools::tolerance(1e-5));
+  // Fewer evaluation windows read another sample of the split; the default evaluation is unchanged.
+  const double sampled = run.trainer->evaluate().loss;
+  j.eval_windows = 5;
+  Run fewer(tiny_options(10), {}, 0.0, j);
+  BOOST_TEST(fewer.trainer->evaluate().loss != sampled);
+  BOOST_TEST(sampled != whole.loss);
 }
 
 BOOST_AUTO_TEST_CASE(the_loss_falls_over_fifty_steps) {

@@ -63,7 +63,7 @@ BOOST_AUTO_TEST_CASE(the_stored_text_of_every_options_struct_is_pinned) {
                                       .weight_decay = 0.1, .momentum = 0.9, .warmup_steps = 30,
                                       .schedule = LrDecay::linear, .steps = 300, .clip_norm = 1.0}) ==
              R"({"optimizer":"adamw","lr":0.002,"min_lr":0.0002,"weight_decay":0.1,"momentum":0.9,"warmup_steps":30,)"
-             R"("schedule":"linear","steps":300,"clip_norm":1.0})");
+             R"("schedule":"linear","steps":300,"clip_norm":1.0,"beta1":0.9,"beta2":0.999,"decay":"all"})");
   BOOST_TEST(loop_state_to_json({.step = 20, .window_loss_sum = 1.5, .window_steps = 3, .elapsed_s = 2.25,
                                  .first_loss = 2.75}) ==
              R"({"step":20,"window_loss_sum":1.5,"window_steps":3,"elapsed_s":2.25,"first_loss":2.75})");
@@ -119,6 +119,31 @@ BOOST_AUTO_TEST_CASE(a_field_added_later_keeps_its_default_when_absent) {
                        "later: missing \"width\"");
 }
 
+// The "trainer" entry exactly as checkpoints stored it before the betas and the decayed set
+// existed: it still reads, with the values those runs trained with, whatever the base (a
+// resumed run's command line) says; the same text with the new fields reads them.
+BOOST_AUTO_TEST_CASE(a_trainer_entry_from_before_the_betas_reads_with_the_old_defaults) {
+  const std::string old = R"({"optimizer":"adamw","lr":0.002,"min_lr":0.0002,"weight_decay":0.1,"momentum":0.9,)"
+                          R"("warmup_steps":30,"schedule":"linear","steps":300,"clip_norm":1.0})";
+  const TrainerOptions base{.decay = DecayParams::matrices, .beta1 = 0.5, .beta2 = 0.5, .eval_every = 7};
+  const TrainerOptions o = trainer_options_from_json(old, base);
+  BOOST_TEST(o.beta1 == 0.9);
+  BOOST_TEST(o.beta2 == 0.999);
+  BOOST_TEST((o.decay == DecayParams::all));
+  BOOST_TEST(o.weight_decay == 0.1);
+  BOOST_TEST(o.eval_every == 7);  // what observes the run still comes from the base
+  std::string now = old;
+  now.insert(now.size() - 1, R"(,"beta1":0.8,"beta2":0.95,"decay":"matrices")");
+  const TrainerOptions n = trainer_options_from_json(now, base);
+  BOOST_TEST(n.beta1 == 0.8);
+  BOOST_TEST(n.beta2 == 0.95);
+  BOOST_TEST((n.decay == DecayParams::matrices));
+  std::string bad = old;
+  bad.insert(bad.size() - 1, R"(,"beta2":1)");
+  AG_CHECK_THROWS_WITH(trainer_options_from_json(bad), std::invalid_argument, "trainer_options_from_json: ",
+                       "beta2 must lie in [0, 1), got 1");
+}
+
 // Every value of every enum a checkpoint or a flag names reads back from its name; a name that
 // is not one lists the choices.
 BOOST_AUTO_TEST_CASE(every_enum_name_reads_back_as_its_value) {
@@ -132,6 +157,7 @@ BOOST_AUTO_TEST_CASE(every_enum_name_reads_back_as_its_value) {
   using O = OptimizerKind;
   round_trips(std::vector{O::sgd, O::adam, O::adamw}, optimizer_kind_name, parse_optimizer_kind);
   round_trips(std::vector{LrDecay::constant, LrDecay::cosine, LrDecay::linear}, lr_decay_name, parse_lr_decay);
+  round_trips(std::vector{DecayParams::all, DecayParams::matrices}, decay_params_name, parse_decay_params);
   using S = SequenceTaskKind;
   round_trips(std::vector{S::copy, S::reverse, S::sort, S::shift}, sequence_task_name, parse_sequence_task_kind);
   using T = Seq2SeqTaskKind;

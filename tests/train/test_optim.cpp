@@ -1,4 +1,5 @@
-// Optimizers: 10 steps on a fixed problem against values recorded from PyTorch 1.13, skipping of
+// Optimizers: 10 steps on a fixed problem against values recorded from PyTorch 1.13 (two with a
+// parameter group that weight decay leaves alone: the options' no_decay), skipping of
 // parameters without gradients, zero_grad, state export/import and option validation.
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
@@ -109,6 +110,28 @@ const std::vector<Reference> kReferences = {
      {0.6285862397875428, 0.09523997668158452, 0.10398928969038798, 0.5720109496922099, 0.16726487960767283,
       0.2875150204572763},
      {0.1553253629220846, 0.2606585294772658}},
+    {"adamw_betas_bias_not_decayed",
+     [](NamedVariables p) {
+       return std::make_unique<AdamW>(std::move(p), AdamWOptions{.lr = 0.05, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-8,
+                                                                 .weight_decay = 0.5, .no_decay = {"b", "unused"}});
+     },
+     0,
+     {2.7144062499999997, 2.343934813143391, 2.0165699551394125, 1.7317265472035697, 1.4849774880695974,
+      1.2703210235000897, 1.0823914011836204, 0.9176906488471334, 0.7738868288695027, 0.649055190266113},
+     {0.5466791197230348, 0.11363166988185167, 0.049397657134036564, 0.5082621687087162, 0.16298029403835002,
+      0.2005939561289722},
+     {0.09448668548382441, 0.2820136231319334}},
+    {"sgd_momentum_bias_not_decayed",
+     [](NamedVariables p) {
+       return std::make_unique<SGD>(
+           std::move(p), SGDOptions{.lr = 0.05, .momentum = 0.9, .weight_decay = 0.5, .no_decay = {"b", "unused"}});
+     },
+     0,
+     {2.7144062499999997, 2.293387173875763, 1.6585894538879753, 1.0576071540226974, 0.6614910524312583,
+      0.5073579514466768, 0.5153822095808043, 0.5568696982977016, 0.5304321594258221, 0.40794705381463137},
+     {0.549704362550231, 0.6610728726114897, -0.6647825449138688, 0.5904960719782781, 0.5131993478388951,
+      -0.577027099304015},
+     {-0.15965588920811236, 0.6975371742924501}},
 };
 
 // Runs `steps` iterations of zero_grad / backward / (clip) / step; returns the losses.
@@ -331,6 +354,8 @@ BOOST_AUTO_TEST_CASE(constructor_validates_parameters_and_options) {
   AG_CHECK_THROWS_WITH(Adam(p.params(), AdamOptions{.beta2 = -0.1}), std::invalid_argument, "beta2");
   AG_CHECK_THROWS_WITH(AdamW(p.params(), AdamWOptions{.eps = -1.0}), std::invalid_argument, "AdamW", "eps");
   AG_CHECK_THROWS_WITH(AdamW(p.params(), AdamWOptions{.weight_decay = -1.0}), std::invalid_argument, "weight_decay");
+  AG_CHECK_THROWS_WITH(AdamW(p.params(), AdamWOptions{.no_decay = {"b", "bias"}}), std::invalid_argument, "AdamW",
+                       "'bias'", "not one of the parameters");
 }
 
 BOOST_AUTO_TEST_CASE(names_and_slots) {

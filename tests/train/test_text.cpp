@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -405,6 +406,28 @@ BOOST_AUTO_TEST_CASE(eval_batches_are_evenly_spaced_whole_batches) {
   const std::vector<TextBatch> single = eval_batches(tokens, {.batch = 1, .block_size = block}, 1);
   BOOST_REQUIRE(single.size() == 1u);
   BOOST_TEST(starts_of(single[0]) == (std::vector<int64_t>{0}));
+}
+
+// 100 tokens in windows of 10: nine windows (the tenth would need token 100 as a target), at
+// 0, 10, ..., 80, in batches of 4, 4 and 1; each token from 1 to 90 is a target exactly once.
+BOOST_AUTO_TEST_CASE(tiled_batches_cover_the_text_once_in_non_overlapping_windows) {
+  const int64_t n = 100, block = 10;
+  const std::vector<TextBatch> batches = tiled_batches(positions(n), {.batch = 4, .block_size = block});
+  BOOST_REQUIRE(batches.size() == 3u);
+  check_windows(batches[0], 4, block, n);
+  check_windows(batches[2], 1, block, n);
+  BOOST_TEST(starts_of(batches[0]) == (std::vector<int64_t>{0, 10, 20, 30}));
+  BOOST_TEST(starts_of(batches[1]) == (std::vector<int64_t>{40, 50, 60, 70}));
+  BOOST_TEST(starts_of(batches[2]) == (std::vector<int64_t>{80}));
+  std::vector<int64_t> targets;
+  for (const TextBatch& b : batches) targets.insert(targets.end(), b.targets.data.begin(), b.targets.data.end());
+  std::vector<int64_t> want(90);
+  std::iota(want.begin(), want.end(), 1);
+  BOOST_TEST(targets == want);
+  // One token more and the tenth window fits.
+  BOOST_TEST(tiled_batches(positions(n + 1), {.batch = 5, .block_size = block}).size() == 2u);
+  AG_CHECK_THROWS_WITH(tiled_batches(positions(8), {.batch = 2, .block_size = 8}), std::invalid_argument,
+                       "tiled_batches", "8 tokens", "block_size + 1 = 9");
 }
 
 BOOST_AUTO_TEST_CASE(eval_batches_errors_name_the_numbers) {

@@ -1,5 +1,6 @@
 // The command line of examples/train_gpt (CLI11): the defaults are the README's baby run (AdamW,
-// cosine decay), every flag reaches its option, the optimizer choices the other programs have,
+// cosine decay), every flag reaches its option (the recipe knobs too: betas, decay on matrices,
+// bias, evaluation windows), the optimizer choices the other programs have,
 // bad values and contradictions are refused naming the flag and the value, --resume refuses the
 // flags the checkpoint decides, and a TOML config file is read with the command line winning.
 #include <filesystem>
@@ -40,6 +41,13 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_baby_model_on_fortunes) {
   BOOST_TEST(a.trainer.steps == 300);
   BOOST_TEST(a.trainer.clip_norm == 1.0);
   BOOST_TEST(a.trainer.eval_every == 50);
+  // The recipe knobs default to the runs before they existed.
+  BOOST_TEST(a.model.bias);
+  BOOST_TEST(a.trainer.beta1 == 0.9);
+  BOOST_TEST(a.trainer.beta2 == 0.999);
+  BOOST_TEST((a.trainer.decay == DecayParams::all));
+  BOOST_TEST(a.job.eval_windows == 64);
+  BOOST_TEST(!a.eval_full);
   // Filled in by the run: runs/train_gpt/<text>/<n>/ckpt.safetensors, metrics.jsonl, plot.svg.
   BOOST_TEST(a.save_path.empty());
   BOOST_TEST(a.log_path.empty());
@@ -83,6 +91,42 @@ BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
   BOOST_TEST(a.plot_path == "a.svg");
   BOOST_TEST(a.overwrite);
   BOOST_TEST(a.quiet);
+}
+
+// The optimiser's part of a GPT-2 recipe, shared by every program: AdamW's betas and weight
+// decay on matrices alone; both are the checkpoint's on --resume.
+BOOST_AUTO_TEST_CASE(the_betas_and_the_decayed_set_reach_their_options) {
+  const TrainGPTArgs a = parse({"--beta1", "0.8", "--beta2", "0.95", "--decay-params", "matrices"});
+  BOOST_TEST(a.trainer.beta1 == 0.8);
+  BOOST_TEST(a.trainer.beta2 == 0.95);
+  BOOST_TEST((a.trainer.decay == DecayParams::matrices));
+  BOOST_TEST((parse({"--decay-params", "all"}).trainer.decay == DecayParams::all));
+  AG_CHECK_THROWS_WITH(parse({"--beta1", "1"}), UsageError, "--beta1", "1", "[0, 1)");
+  AG_CHECK_THROWS_WITH(parse({"--beta2", "-0.1"}), UsageError, "--beta2", "-0.1");
+  AG_CHECK_THROWS_WITH(parse({"--decay-params", "weights"}), UsageError, "--decay-params", "weights", "all|matrices");
+  for (const std::vector<std::string>& flags : std::vector<std::vector<std::string>>{
+           {"--beta1", "0.8"}, {"--beta2", "0.95"}, {"--decay-params", "matrices"}}) {
+    std::vector<std::string> args = {"--resume", "c.st"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    AG_CHECK_THROWS_WITH(parse_training_args<TrainGPTArgs>(args), UsageError, flags[0], "--resume");
+  }
+}
+
+// The model's and the evaluation's part: the bias switch (the checkpoint's on --resume), and how
+// much of the validation split an evaluation reads (only observes the run: allowed with --resume).
+BOOST_AUTO_TEST_CASE(the_bias_switch_and_the_evaluation_windows_reach_their_options) {
+  const TrainGPTArgs a = parse({"--no-bias", "--eval-windows", "200", "--eval-full"});
+  BOOST_TEST(!a.model.bias);
+  BOOST_TEST(a.job.eval_windows == 200);
+  BOOST_TEST(a.eval_full);
+  BOOST_TEST(parse({"--bias"}).model.bias);
+  AG_CHECK_THROWS_WITH(parse({"--eval-windows", "0"}), UsageError, "--eval-windows", "0");
+  const TrainGPTArgs resumed = parse({"--resume", "c.st", "--eval-windows", "500", "--eval-full"});
+  BOOST_TEST(resumed.job.eval_windows == 500);
+  BOOST_TEST(resumed.eval_full);
+  for (const char* flag : {"--bias", "--no-bias"}) {
+    AG_CHECK_THROWS_WITH(parse_training_args<TrainGPTArgs>({"--resume", "c.st", flag}), UsageError, "--bias", "--resume");
+  }
 }
 
 BOOST_AUTO_TEST_CASE(bad_values_name_the_flag_and_the_value) {
@@ -143,7 +187,8 @@ BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
   const TrainGPTArgs a = parse_training_args<TrainGPTArgs>(
       {"--data", "my text.txt", "--tokenizer", "byte", "--layers", "3", "--heads", "2", "--d-model", "48", "--dropout",
        "0.1", "--lr", "0.0012345678901234567", "--seed", "18446744073709551615", "--steps", "123", "--warmup", "7",
-       "--eval-every", "9", "--optimizer", "sgd", "--batch", "12", "--write-config", dir.file("gpt.toml")});
+       "--eval-every", "9", "--optimizer", "sgd", "--batch", "12", "--no-bias", "--beta2", "0.95", "--decay-params",
+       "matrices", "--eval-windows", "96", "--eval-full", "--write-config", dir.file("gpt.toml")});
   BOOST_TEST(a.write_config_path == dir.file("gpt.toml"));
   BOOST_TEST(a.config_text.rfind("# attograd configuration (run it with train_gpt --config FILE)", 0) == 0);
   BOOST_TEST(a.config_text.find("write-config") == std::string::npos);  // the file is not told to write itself
@@ -160,6 +205,11 @@ BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
   BOOST_TEST(b.job.seed == a.seed);
   BOOST_TEST(b.job.batch == 12);
   BOOST_TEST(b.trainer.eval_every == 9);
+  BOOST_TEST(!b.model.bias);
+  BOOST_TEST(b.trainer.beta2 == 0.95);
+  BOOST_TEST((b.trainer.decay == DecayParams::matrices));
+  BOOST_TEST(b.job.eval_windows == 96);
+  BOOST_TEST(b.eval_full);
   BOOST_TEST(b.config_text == a.config_text);  // and the file written from the file is the same file
 }
 

@@ -384,6 +384,16 @@ BOOST_AUTO_TEST_CASE(every_optimizer_kind_trains) {
     BOOST_TEST(values_of(model.state_dict()) != before);
     BOOST_TEST((parse_optimizer_kind(optimizer_kind_name(kind)) == kind));
   }
+  manual_seed(91);
+  SequenceModel model(tiny_model(0.0));
+  TrainerOptions betas = tiny_trainer(10);
+  betas.optimizer = OptimizerKind::adamw;
+  betas.beta1 = 0.8;
+  betas.beta2 = 0.95;
+  ToyRun adamw(model, tiny_task(), betas);
+  const AdamOptions& made = dynamic_cast<const AdamW&>(adamw.optimizer()).options();
+  BOOST_TEST(made.beta1 == 0.8);
+  BOOST_TEST(made.beta2 == 0.95);
   AG_CHECK_THROWS_WITH(parse_optimizer_kind("lion"), std::invalid_argument, "lion", "sgd", "adamw");
 }
 
@@ -418,6 +428,10 @@ BOOST_AUTO_TEST_CASE(bad_options_name_the_option_and_its_value) {
                        "clip_norm");
   AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), with([](auto& o) { o.momentum = 1; })), std::invalid_argument,
                        "momentum");
+  AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), with([](auto& o) { o.beta1 = 1; })), std::invalid_argument,
+                       "beta1 must lie in [0, 1), got 1");
+  AG_CHECK_THROWS_WITH(ToyRun(model, tiny_task(), with([](auto& o) { o.beta2 = -0.5; })), std::invalid_argument,
+                       "beta2", "-0.5");
   SequenceTaskOptions longer = tiny_task();
   longer.seq_len = 7;
   AG_CHECK_THROWS_WITH(ToyRun(model, longer, tiny_trainer(10)), std::invalid_argument, "max_len 6", "seq_len 7");
@@ -430,6 +444,24 @@ BOOST_AUTO_TEST_CASE(bad_options_name_the_option_and_its_value) {
                        "x.svg", "log_path");
 }
 
+// decays()'s rule on the names attograd's models and nanoGPT give their parameters.
+BOOST_AUTO_TEST_CASE(weight_decay_on_matrices_skips_vectors_and_embedding_tables_by_name) {
+  const Shape matrix{4, 3}, vector{4};
+  for (const char* table : {"embed.weight", "src_embed.weight", "tgt_embed.weight", "pos.weight", "encoder.pos.weight",
+                            "transformer.wte.weight", "transformer.wpe.weight"}) {
+    BOOST_TEST(!decays(table, matrix, DecayParams::matrices), table);
+    BOOST_TEST(decays(table, matrix, DecayParams::all), table);
+  }
+  for (const char* weight : {"head.weight", "blocks.0.attn.w_q.weight", "encoder.blocks.1.ff.linear2.weight",
+                             "embedder.weight", "w", "pos.proj"}) {
+    BOOST_TEST(decays(weight, matrix, DecayParams::matrices), weight);
+  }
+  for (const char* small : {"blocks.0.attn.w_q.bias", "norm.weight", "blocks.0.norm1.bias", "b"}) {
+    BOOST_TEST(!decays(small, vector, DecayParams::matrices), small);
+    BOOST_TEST(decays(small, vector, DecayParams::all), small);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(trainer_options_round_trip_through_json) {
   TrainerOptions o = tiny_trainer(77);
   o.optimizer = OptimizerKind::adamw;
@@ -437,12 +469,17 @@ BOOST_AUTO_TEST_CASE(trainer_options_round_trip_through_json) {
   o.weight_decay = 0.05;
   o.schedule = LrDecay::linear;
   o.clip_norm = 0.5;
+  o.beta1 = 0.8;
+  o.beta2 = 0.95;
+  o.decay = DecayParams::matrices;
   TrainerOptions base;
   base.eval_every = 33;
   const TrainerOptions back = trainer_options_from_json(trainer_options_to_json(o), base);
   BOOST_TEST(trainer_options_to_json(back) == trainer_options_to_json(o));
   BOOST_TEST(back.steps == 77);
   BOOST_TEST(back.min_lr == 1e-4);
+  BOOST_TEST(back.beta2 == 0.95);
+  BOOST_TEST((back.decay == DecayParams::matrices));
   BOOST_TEST(back.eval_every == 33);  // observing options come from the base
   const std::string json = trainer_options_to_json(o);
   std::string extra = json;

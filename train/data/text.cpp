@@ -180,4 +180,19 @@ std::vector<TextBatch> eval_batches(const std::vector<int64_t>& tokens, const Te
   return out;
 }
 
+std::vector<TextBatch> tiled_batches(const std::vector<int64_t>& tokens, const TextBatchOptions& options) {
+  check_batch_options("tiled_batches", tokens, options);
+  const uint64_t block = static_cast<uint64_t>(options.block_size);
+  const uint64_t windows = (tokens.size() - 1) / block;
+  const uint64_t batch = static_cast<uint64_t>(options.batch);
+  std::vector<TextBatch> out;
+  for (uint64_t first = 0; first < windows; first += batch) {
+    const uint64_t rows = std::min(batch, windows - first);
+    TextBatch b = empty_batch(static_cast<int64_t>(rows), options.block_size);
+    for (uint64_t r = 0; r < rows; ++r) fill_row(tokens, options.block_size, (first + r) * block, static_cast<int64_t>(r), b);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 }  // namespace ag

@@ -101,4 +101,10 @@ TextBatch sample_batch(const std::vector<int64_t>& tokens, const TextBatchOption
 std::vector<TextBatch> eval_batches(const std::vector<int64_t>& tokens, const TextBatchOptions& options,
                                     int64_t max_windows);
 
+// All of `tokens` as windows: window i starts at i * block_size, for every window whose next
+// tokens fit, floor((n - 1) / block_size) of them, so each token but the first is predicted once.
+// In batches of options.batch rows, the last one shorter when they do not divide. The loss over
+// a whole validation split (train_gpt --eval-full). Same errors as sample_batch.
+std::vector<TextBatch> tiled_batches(const std::vector<int64_t>& tokens, const TextBatchOptions& options);
+
 }  // namespace ag
