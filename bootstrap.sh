@@ -1,10 +1,51 @@
 #!/usr/bin/env bash
 # Installs what attograd needs on Debian (only the packages that are missing) and configures
 # the release build in build/. Safe to run again: it does nothing that is already done.
-#   ./bootstrap.sh            release build in build/
-#   CI=true ./bootstrap.sh    the same with warnings as errors
+#   ./bootstrap.sh                  release build in build/ (configured, nothing compiled)
+#   ./bootstrap.sh --run PROGRAM [ARGS...]
+#                                   the same, then builds only the library and
+#                                   build/examples/PROGRAM and runs it with ARGS
+#   CI=true ./bootstrap.sh          the same with warnings as errors
+# Every stage (packages, configure, and with --run build and run) prints one line when it
+# starts and one with its elapsed time when it ends.
 set -euo pipefail
+caller=$PWD  # the program of --run writes its outputs (runs/) here, as when started by hand
 cd "$(dirname "$0")"
+
+program=""
+if [ "${1:-}" = "--run" ]; then
+  if [ -z "${2:-}" ]; then
+    echo "usage: $0 [--run PROGRAM [ARGS...]]   (PROGRAM: train_sequence, train_gpt, ... in examples/)" >&2
+    exit 2
+  fi
+  program=$2
+  shift 2
+  if [ ! -f "examples/$program.cpp" ]; then
+    programs=(examples/*.cpp)
+    programs=("${programs[@]#examples/}")
+    echo "bootstrap: examples/$program.cpp does not exist: PROGRAM is one of ${programs[*]%.cpp}" >&2
+    exit 2
+  fi
+elif [ $# -gt 0 ]; then
+  echo "usage: $0 [--run PROGRAM [ARGS...]]" >&2
+  exit 2
+fi
+stages=2
+[ -z "$program" ] || stages=4
+stage=0 started=0
+
+# "== 3/4 build: what" when a stage starts; "== 3/4 build: done in 2 min 41 s" when it ends.
+begin() {
+  stage=$((stage + 1)) name=$1
+  started=$(date +%s.%N)
+  echo "== $stage/$stages $name: $2"
+}
+end() {
+  local seconds
+  seconds=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { s = b - a;
+    if (s < 60) printf "%.1f s", s; else printf "%d min %d s", s / 60, s % 60 }')
+  echo "== $stage/$stages $name: ${1:+$1, }done in $seconds"
+}
 
 # Compiler, build tools, OpenBLAS, Boost.Test, CLI11 (command lines and config files) and
 # nlohmann-json (header-only both); python3-numpy only for the test that reads a checkpoint with
@@ -14,6 +55,7 @@ cd "$(dirname "$0")"
 # a build without it works, meson -Dmpi=disabled).
 packages=(g++ meson ninja-build pkg-config libopenblas-dev libboost-test-dev libcli11-dev nlohmann-json3-dev
           python3 python3-numpy fortunes libopenmpi-dev openmpi-bin)
+begin packages "${#packages[@]} Debian packages (apt-get installs the missing ones)"
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -24,13 +66,31 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo=sudo
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  end "${#missing[@]} installed"
+else
+  end "all present"
 fi
 
 werror=false
 [ "${CI:-}" = "true" ] && werror=true
+begin configure "build/ (release, werror=$werror)"
 if [ ! -f build/build.ninja ]; then
   meson setup build --buildtype=release -Dwerror=$werror >/dev/null
 else
   meson configure build -Dwerror=$werror >/dev/null
 fi
-echo "bootstrap: build/ is configured (werror=$werror)"
+end
+
+[ -n "$program" ] || exit 0
+# Only the library and the one program: the tests and benchmarks (most of the ~190 targets)
+# are left to `ninja -C build`, which the test command runs.
+begin build "the library and build/examples/$program (ninja -C build -j2 examples/$program)"
+ninja -C build -j2 "examples/$program"
+end
+
+begin run "build/examples/$program${*:+ $*} (in $caller)"
+status=0
+binary="$PWD/build/examples/$program"
+(cd "$caller" && "$binary" "$@") || status=$?
+end "exit status $status"
+exit "$status"

@@ -8,8 +8,8 @@
 // bad flag, key or value is a UsageError naming the flag (and the file, key and line): exit 2.
 // With --resume the checkpoint, opened once, decides everything that shapes the trajectory.
 // Under mpirun every rank trains its part of each batch and rank 0 alone writes and prints.
-// Ctrl-C stops after the current update and saves. Exit codes: 0 done, 1 error, 2 bad command
-// line, 130 interrupted.
+// Ctrl-C, SIGTERM or SIGHUP stops after the current update and saves (train/stop_signals.h).
+// Exit codes: 0 done, 1 error, 2 bad command line, 130 / 143 / 129 interrupted by that signal.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,7 +18,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -39,6 +38,7 @@
 #include "attograd/train/io/outputs.h"
 #include "attograd/train/memory.h"
 #include "attograd/train/report/progress.h"
+#include "attograd/train/stop_signals.h"
 #include "attograd/train/trainer.h"
 #include "threads_flag.h"
 
@@ -423,15 +423,6 @@ inline std::string describe_training(const TrainerOptions& t, const std::string&
   return os.str();
 }
 
-namespace detail {
-inline Trainer* g_interruptible = nullptr;
-// First Ctrl-C: finish the step, save, stop. A second one kills the program as usual.
-extern "C" inline void on_interrupt(int) {
-  std::signal(SIGINT, SIG_DFL);
-  if (g_interruptible != nullptr) g_interruptible->request_stop();
-}
-}  // namespace detail
-
 // The plumbing of one run, in the order a program calls it:
 //
 //   TrainingRun run(args, "sequence");          // the --resume checkpoint, opened once, and the options
@@ -451,6 +442,7 @@ class TrainingRun {
     // A resumed run's trajectory comes from the checkpoint; only what observes it from the flags.
     trainer = ck_ ? resumed_trainer_options(*ck_, args.trainer) : args.trainer;
     trainer.communicator = &comm_;
+    trainer.identity = configuration_identity(args.config_text);  // compared across ranks
   }
 
   const Checkpoint* checkpoint() const { return ck_ ? &*ck_ : nullptr; }
@@ -508,11 +500,10 @@ class TrainingRun {
     const std::string& ckpt = out_.checkpoint_path;
     if (!ckpt.empty()) std::cout << "save   " << ckpt << " at every evaluation and at the end\n";
     std::cout << description << std::flush;
-    detail::g_interruptible = &t;
-    std::signal(SIGINT, detail::on_interrupt);
-    const TrainSummary s = t.run();
-    std::signal(SIGINT, SIG_DFL);
-    detail::g_interruptible = nullptr;
+    const TrainSummary s = [&] {
+      const StopOnSignals stop(t);
+      return t.run();
+    }();
     std::cout << "\n"
               << (s.reached_target             ? "reached the target"
                   : s.interrupted              ? "interrupted"
@@ -526,13 +517,13 @@ class TrainingRun {
   }
 
   // The data-parallel report, where the run's files are (`hint` ends the checkpoint's line), and
-  // the exit code: 130 when Ctrl-C stopped the run.
+  // the exit code: 128 + the signal that stopped the run.
   int finish(const TrainSummary& s, const std::string& hint = "") {
     if (const DataParallel* dp = trainer_->data_parallel()) std::cout << dp->report() << "\n";
     std::cout << "metrics " << out_.log_path << "\nplot    " << out_.plot_path << "\n";
     const std::string& ckpt = out_.checkpoint_path;
     if (!ckpt.empty()) std::cout << "checkpoint " << ckpt << " (continue with --resume " << ckpt << hint << ")\n";
-    return s.interrupted ? 130 : 0;
+    return s.interrupted ? interrupted_exit_status(s) : 0;
   }
 
  private:
@@ -577,12 +568,16 @@ int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
     }
   } catch (const UsageError& e) {
     status = usage_error(e);  // what only the run can see, e.g. a text too short for the context
+  } catch (const RanksDisagree& e) {
+    // Every rank found the same difference and ends alone: no abort racing the others' aborts.
+    std::cerr << comm.abort_line(program + ": error: " + e.what()) << "\n";
+    return 1;
   } catch (const std::exception& e) {
     if (comm.size() > 1) comm.abort(program + ": error: " + e.what(), 1);
     std::cerr << program << ": error: " << e.what() << "\n";
     return 1;
   }
-  if (comm.size() > 1 && status != 0 && status != 130) {
+  if (comm.size() > 1 && status != 0 && !is_interrupted_exit_status(status)) {
     comm.abort(program + ": the run ended with status " + std::to_string(status), status);
   }
   return status;

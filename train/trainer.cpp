@@ -1,8 +1,9 @@
 #include "attograd/train/trainer.h"
 
 #include <chrono>
-#include <iomanip>
 #include <cmath>
+#include <csignal>
+#include <iomanip>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -19,7 +20,7 @@
 namespace ag {
 
 // request_stop() runs in signal handlers, where only lock-free atomics are safe.
-static_assert(std::atomic<bool>::is_always_lock_free);
+static_assert(std::atomic<int>::is_always_lock_free);
 
 namespace {
 
@@ -125,17 +126,52 @@ Trainer::Trainer(TrainingJob& job, const TrainerOptions& options, TrainerOutputs
             .warmup_steps = options_.warmup_steps, .vocab = job_.vocab(), .checkpoint_path = outputs_.checkpoint_path};
   set_num_threads(options_.threads);
   shard_ = {.begin = 0, .rows = job_.batch_rows()};
-  if (Communicator* comm = options_.communicator; comm != nullptr && comm->size() > 1) {
-    // Checked before the first collective, by every rank alike.
-    shard_ = shard_of(job_.batch_rows(), comm->rank(), comm->size(), "--batch");
-    data_parallel_ = std::make_unique<DataParallel>(params_, *comm);
-    data_parallel_->broadcast_parameters();
-  }
 }
 
 Trainer::~Trainer() = default;
 
+RunIdentity Trainer::identity() const {
+  RunIdentity id = options_.identity;
+  id.emplace_back("the model kind", job_.kind());
+  for (const auto& [key, value] : job_.metadata()) id.emplace_back("the job's '" + key + "' entry", value);
+  id.emplace_back("the trainer options", trainer_options_to_json(options_));
+  id.emplace_back("the evaluation cadence (eval_every)", std::to_string(options_.eval_every));
+  id.emplace_back("the target accuracy", format_number(options_.target_seq_acc));
+  id.emplace_back("the batch rows", std::to_string(job_.batch_rows()));
+  id.emplace_back("the step the run starts from", std::to_string(step_));
+  for (const auto& [name, p] : params_) {
+    id.emplace_back("tensor " + name, std::string(dtype_name(p.dtype())) + " " + p.shape().str());
+  }
+  return id;
+}
+
+void Trainer::join_ranks() {
+  if (joined_) return;
+  joined_ = true;
+  Communicator* comm = options_.communicator;
+  if (comm == nullptr || comm->size() == 1) return;
+  require_same_identity(*comm, identity());  // the first collective: nothing else has run yet
+  shard_ = shard_of(job_.batch_rows(), comm->rank(), comm->size(),
+                    resumed_ ? "the checkpoint's batch (a resumed run keeps it)" : "--batch", !resumed_);
+  data_parallel_ = std::make_unique<DataParallel>(params_, *comm);
+  data_parallel_->broadcast_parameters();
+}
+
+int Trainer::agreed_stop() {
+  const int local = stop_request_.load();
+  if (!data_parallel_) return local;
+  // Which requests any rank has seen; every rank then picks the same one.
+  std::vector<double> seen{local == SIGINT ? 1.0 : 0.0, local == SIGTERM ? 1.0 : 0.0, local == SIGHUP ? 1.0 : 0.0,
+                           local != 0 ? 1.0 : 0.0};
+  data_parallel_->sum(seen);
+  if (seen[0] > 0) return SIGINT;
+  if (seen[1] > 0) return SIGTERM;
+  if (seen[2] > 0) return SIGHUP;
+  return seen[3] > 0 ? kStopWithoutSignal : 0;
+}
+
 StepResult Trainer::train_step() {
+  join_ranks();
   const int64_t update = step_ + 1;
   default_generator().set_step(data_parallel_ ? data_parallel_->dropout_step(update) : static_cast<uint64_t>(update));
   job_.model().train();
@@ -149,6 +185,7 @@ StepResult Trainer::train_step() {
 }
 
 Evaluation Trainer::evaluate() {
+  join_ranks();
   NoGradGuard no_grad;
   EvalModeGuard eval_mode(job_.model());
   return job_.evaluate(Ranks(data_parallel_.get()));
@@ -161,7 +198,8 @@ void Trainer::save_and_mark() {
 
 TrainSummary Trainer::run() {
   TrainSummary summary;
-  stop_requested_.store(false);
+  stop_request_.store(0);
+  join_ranks();
   const RunClock::Session session = clock_.start();
 
   std::optional<MetricsLog> log = open_metrics_log(outputs_.log_path, resumed_, step_);
@@ -229,7 +267,8 @@ TrainSummary Trainer::run() {
     if (outputs_.on_step) outputs_.on_step(step_, r.loss);
 
     // A stop request (Ctrl-C) may reach the ranks at different updates: they stop together.
-    const bool stop = data_parallel_ ? data_parallel_->any(stop_requested_.load()) : stop_requested_.load();
+    const int stop_request = agreed_stop();
+    const bool stop = stop_request != 0;
     const double tokens_per_s = train_s > 0 ? static_cast<double>(tokens) / train_s : 0;
     summary.tokens_per_s = tokens_per_s;
     info.loss = window_loss_sum_ / static_cast<double>(window_steps_);
@@ -247,6 +286,7 @@ TrainSummary Trainer::run() {
     if (summary.reached_target || stop) {
       // A stop at the very last update, or one that meets the target, changes nothing.
       summary.interrupted = stop && !summary.reached_target && step_ < options_.steps;
+      if (summary.interrupted && stop_request > 0) summary.stop_signal = stop_request;
       break;
     }
   }

@@ -16,8 +16,16 @@
 // Every eval_every updates, at the last one, and before the first update of a fresh run
 // (row 0, the untrained baseline), run() evaluates (job.evaluate), appends a metrics row,
 // redraws the plot and saves the checkpoint; it stops at the first evaluation whose seq_acc
-// reaches target_seq_acc. request_stop() (Ctrl-C) ends the run after the current update, which
-// is then saved; over several processes every rank stops after the same update.
+// reaches target_seq_acc. request_stop() (Ctrl-C, SIGTERM: train/stop_signals.h) ends the run
+// after the current update, which is then saved; over several processes every rank stops after
+// the same update.
+//
+// Over several processes, before the first collective (at the first run(), train_step() or
+// evaluate(), so after a resume), the ranks compare what must be the same on each of them
+// (train/dist/agreement.h): options.identity (the program's configuration), the job's kind and
+// metadata, the trajectory options, the evaluation cadence and target, the batch, the resumed
+// step and every parameter's name, dtype and shape. A difference is a RanksDisagree on
+// every rank naming it; then the batch is split and rank 0's parameters are broadcast.
 //
 // Checkpoints (train/io/checkpoint.h) hold the parameters, the optimizer state, the default
 // generator's state, the data position, and in the metadata "model_kind" (job.kind()), the
@@ -34,6 +42,7 @@
 #include <ostream>
 #include <string>
 
+#include "attograd/train/dist/agreement.h"
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/dist/data_parallel.h"
 #include "attograd/train/io/checkpoint.h"
@@ -68,6 +77,9 @@ struct TrainerOptions {
   // The processes of a data-parallel run (train/dist/data_parallel.h); null, or a world of
   // one, trains in this process alone.
   Communicator* communicator = nullptr;
+  // What else must be the same on every rank, e.g. configuration_identity(the program's
+  // configuration): compared with the trainer's own items before the first collective.
+  RunIdentity identity{};
 };
 
 // Upper bounds shared by the command lines and checkpoint metadata.
@@ -123,6 +135,8 @@ struct TrainSummary {
   int64_t steps_this_run = 0;
   bool reached_target = false;
   bool interrupted = false;     // request_stop() ended the run before its budget
+  int stop_signal = 0;          // the signal of that request (over ranks: SIGINT before SIGTERM
+                                // before SIGHUP), 0 for a request without one
   Evaluation eval;              // the last evaluation
   double train_loss = Evaluation::kNone;  // mean training loss of the last metrics window
   double elapsed_s = 0;         // wall time, earlier sessions of a resumed run included
@@ -133,8 +147,8 @@ struct TrainSummary {
 class Trainer {
  public:
   // The job (and its model) must outlive the trainer. Validates the options
-  // (std::invalid_argument), sets the thread count and, over several processes, checks that the
-  // batch splits evenly and broadcasts rank 0's parameters.
+  // (std::invalid_argument) and sets the thread count; over several processes the ranks join at
+  // the first run(), train_step() or evaluate() (see above).
   Trainer(TrainingJob& job, const TrainerOptions& options, TrainerOutputs outputs = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -149,8 +163,9 @@ class Trainer {
 
   // Trains from step() until the target accuracy, the budget or request_stop().
   TrainSummary run();
-  // Ends run() after the current update (it then saves the checkpoint). Safe from a signal handler.
-  void request_stop() { stop_requested_.store(true); }
+  // Ends run() after the current update (it then saves the checkpoint). `signal` is the one that
+  // asked (0: none), reported in TrainSummary::stop_signal. Safe from a signal handler.
+  void request_stop(int signal = 0) { stop_request_.store(signal > 0 ? signal : kStopWithoutSignal); }
 
   void save_checkpoint(const std::string& path) const;
   // Continues the run saved in the checkpoint: its model kind, the job's entries and the
@@ -168,8 +183,15 @@ class Trainer {
   const DataParallel* data_parallel() const { return data_parallel_.get(); }
 
  private:
+  static constexpr int kStopWithoutSignal = -1;
+
   std::map<std::string, std::string> metadata() const;
   void save_and_mark();
+  // Over several processes, once: the ranks' agreement, the batch split, rank 0's parameters.
+  void join_ranks();
+  RunIdentity identity() const;
+  // The stop request of any rank, the same on every rank: 0 none, else kStopWithoutSignal or a signal.
+  int agreed_stop();
 
   TrainingJob& job_;
   TrainerOptions options_;
@@ -182,12 +204,13 @@ class Trainer {
   int64_t step_ = 0;
   int64_t last_tokens_ = 0;  // the tokens of the last update's batch
   bool resumed_ = false;
+  bool joined_ = false;
   // The current metrics window (since the last evaluation).
   double window_loss_sum_ = 0;
   int64_t window_steps_ = 0;
   DivergenceGuard guard_;  // the starting loss, the last saved step, what a divergence message says
   RunClock clock_;         // the run's wall time, earlier sessions included
-  std::atomic<bool> stop_requested_{false};
+  std::atomic<int> stop_request_{0};  // 0, kStopWithoutSignal or the signal
 };
 
 }  // namespace ag

@@ -1,5 +1,6 @@
 #include "fixture.h"
 
+#include <cmath>
 #include <sstream>
 #include <utility>
 
@@ -8,7 +9,7 @@ namespace ag::parity {
 namespace {
 
 // The tensor names a fixture may hold (docs/parity.md); anything else is a typo or a newer format.
-constexpr const char* kTensorPrefixes[] = {"param.", "input.", "mask.", "expect."};
+constexpr const char* kTensorPrefixes[] = {"param.", "input.", "mask.", "expect.", "reference."};
 constexpr const char* kTensorNames[] = {"grad.output"};
 
 bool known_tensor_name(const std::string& name) {
@@ -156,8 +157,13 @@ Fixture::Fixture(SafetensorsFile file, std::string label) : file_(std::move(file
   (void)causal();  // validates the value early
   for (const SafetensorsEntry& e : file_.entries) {
     if (!known_tensor_name(e.name)) {
-      fail("tensor '" + e.name + "' is not a fixture name (param.*, input.*, mask.*, grad.output, expect.*)");
+      fail("tensor '" + e.name + "' is not a fixture name (param.*, input.*, mask.*, grad.output, expect.*, reference.*)");
     }
+    has_references_ |= e.name.rfind("reference.", 0) == 0;
+  }
+  if (has_references_ && dtype_ != DType::f32) {
+    fail("reference.* tensors are the float64 answers of a float32 fixture, but this fixture is " +
+         std::string(dtype_text()));
   }
 }
 
@@ -206,6 +212,24 @@ Indices Fixture::indices(const std::string& name) const {
     fail("tensor '" + name + "' is " + safetensors_dtype_name(e.dtype) + " but must be I64 (integers)");
   }
   return e.indices;
+}
+
+Tensor Fixture::reference(const std::string& name, const Shape& shape) const {
+  const std::string key = "reference." + name;
+  if (!has(key)) {
+    fail("the fixture carries float64 references but none for 'expect." + name + "' (add '" + key + "')");
+  }
+  const SafetensorsEntry& e = entry(key);
+  if (e.dtype != SafetensorsDType::F64) {
+    fail("tensor '" + key + "' is " + safetensors_dtype_name(e.dtype) + " but a reference must be F64");
+  }
+  if (e.tensor.shape() != shape) {
+    fail("tensor '" + key + "' has shape " + e.tensor.shape().str() + " but expect." + name + " has " + shape.str());
+  }
+  for (double v : e.tensor.to_vector()) {
+    if (!std::isfinite(v)) fail("tensor '" + key + "' holds a value that is not finite");
+  }
+  return e.tensor;
 }
 
 std::vector<std::string> Fixture::names_after(const std::string& prefix) const {

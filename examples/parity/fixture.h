@@ -6,7 +6,8 @@
 //                 dtype ("float32" / "float64"), mode ("train" / "eval"), optional extras
 //   tensors       param.<dotted name>, input.<name>, mask.keep, mask.key_padding_lengths,
 //                 grad.output, expect.output, expect.<extra>, expect.grad.param.<name>,
-//                 expect.grad.input.<name>
+//                 expect.grad.input.<name>; in a float32 fixture optionally reference.<same
+//                 names after expect.>, the float64 answers (F64)
 //
 // Fixture reads strictly: every accessor checks presence, kind (float or integer) and dtype, and
 // remembers what it handed out, so that check_all_used() can reject a tensor or a config key no
@@ -98,6 +99,11 @@ class Fixture {
   Tensor tensor(const std::string& name) const;
   // An I64 tensor.
   Indices indices(const std::string& name) const;
+  // Whether this float32 fixture carries float64 answers (reference.<name> beside expect.<name>).
+  bool has_references() const { return has_references_; }
+  // reference.<name>: F64 of `shape`, every value finite. A fixture with references must give
+  // one for every compared result, so a missing one is a FixtureError.
+  Tensor reference(const std::string& name, const Shape& shape) const;
   // The names after `prefix` of every tensor that starts with it, in file order.
   std::vector<std::string> names_after(const std::string& prefix) const;
   // Every param.<name> tensor as <name> -> tensor, for Module::load_state_dict.
@@ -119,6 +125,7 @@ class Fixture {
   std::string module_;
   DType dtype_ = DType::f64;
   bool training_ = false;
+  bool has_references_ = false;
   std::unique_ptr<Config> config_;
   mutable std::set<std::string> used_;
 };

@@ -13,11 +13,15 @@
 // and "GPTTrainingRun" does the same with a GPT (models/gpt.h) on next-token batches.
 //
 // A tensor passes when every element satisfies |actual - expected| <= atol + rtol * |expected|
-// (NaN never passes). The tool (examples/torch_parity.cpp) and the test suite
+// (NaN never passes), except in a float32 fixture that carries its float64 reference
+// (reference.<name> beside expect.<name>): there attograd's largest error against the float64
+// answer may be at most kReferenceFactor times PyTorch's float32 largest error against the same
+// answer, plus a floor (compare_with_reference). The tool (examples/torch_parity.cpp) and the test suite
 // (tests/parity/test_parity.cpp) both go through run_tool / run_fixture, so the test exercises
 // exactly what a user runs.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -40,12 +44,36 @@ Tolerance tolerance_for(DType dtype);
 // tolerance_for(f64)).
 inline constexpr double kTrainingLossAtol = 1e-4;
 
+// float32 against a float64 reference, the way PyTorch's compiler tests judge a float32 result
+// (torch._dynamo's `same` with `fp64_ref`): not "close to PyTorch's float32 numbers" but "no
+// further from the float64 answer than PyTorch's own float32 result is". Rounding error grows
+// with the size of the sums and the values, so a fixed atol that fits d_model 16 can fail a
+// correct result at d_model 512; this rule scales with PyTorch's own error instead.
+// attograd's largest |actual - reference| may be at most
+//   kReferenceFactor * PyTorch's largest |expected - reference|
+//   + kReferenceFloor + 2^-23 * max |reference|   (one float32 rounding of the largest value).
+// The largest element error, not a root mean square as in torch._dynamo: one element off by
+// 1e-4 among 4096 must fail, and an average hides it. A maximum of rounding errors is noisier
+// than their mean, hence 3 (torch._dynamo allows 2 on the RMSE, 3 for tensors under 1000
+// elements). The floor covers tensors PyTorch happens to compute exactly (a bias gradient that
+// is a count) and tensors that are rounding noise around zero. A wrong gradient is off by about
+// its own size, far beyond either term, at any size.
+inline constexpr double kReferenceFactor = 3.0;
+inline constexpr double kReferenceFloor = 1e-6;
+
+struct ReferenceErrors {
+  double attograd = 0.0;  // max |actual - reference|
+  double pytorch = 0.0;   // max |expected - reference|: PyTorch's float32 rounding
+  double allowed = 0.0;   // the bound attograd must stay within
+};
+
 struct TensorComparison {
   std::string name;  // "output", "attn_weights", "grad.param.w_q.weight", "grad.input.x", "loss", ...
   Shape shape;       // the expected shape
   double max_abs_error = 0.0;
   double max_rel_error = 0.0;  // |a - e| / |e| over the elements with |e| > atol
   Tolerance tolerance;
+  std::optional<ReferenceErrors> reference;  // set when judged against a float64 reference
   bool passed = false;
   std::string problem;  // why it could not be compared (shape mismatch, non-finite value); else empty
 };
@@ -53,6 +81,10 @@ struct TensorComparison {
 // Compares element by element; a shape mismatch or a NaN is a failed comparison with a problem.
 TensorComparison compare_tensors(const std::string& name, const Tensor& actual, const Tensor& expected,
                                  Tolerance tolerance);
+// The same columns against `expected` (PyTorch's float32), but passed by the rule above against
+// `reference` (float64, expected's shape).
+TensorComparison compare_with_reference(const std::string& name, const Tensor& actual, const Tensor& expected,
+                                        const Tensor& reference);
 
 struct FixtureResult {
   std::string label;   // the file

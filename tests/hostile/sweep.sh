@@ -22,7 +22,10 @@
 # 4 outputs (every pre-existing file hashed before and after; inputs given as outputs, two runs
 # on one path, lock files, a user's file named like a temporary, where a resumed run saves,
 # generate's failed writes), 5 kill -9 during saves, then
-# resume and Ctrl-C, 6 divergence, 7 config files (only when the build has --write-config).
+# resume and Ctrl-C, 6 divergence, 7 config files (only when the build has --write-config),
+# 8 processes under `mpirun -np 2` (only with Open MPI; tests/hostile/mpi_cases.sh): ranks given
+# different flags, SIGTERM to mpirun, a SIGSTOPped rank. `SWEEP_ONLY=mpi tests/hostile/sweep.sh`
+# runs group 8 alone, as CI does.
 #
 # One line per case: outcome, id, what was tried, wall time. Outcomes:
 #   clear-error       the expected non-zero exit (2 for the command line, 1 otherwise) and one
@@ -261,6 +264,27 @@ run() {
   fi
   report "$outcome" "$desc" "$ms" "${detail[@]}"
 }
+
+# ------------------------------------------------------------------ summary
+finish_sweep() {
+  wall_ms=$((($(now_ns) - sweep_start) / 1000000))
+  echo
+  if ((${#bad_cases[@]} > 0)); then
+    echo "failing cases:"
+    printf '  %s\n' "${bad_cases[@]}"
+  fi
+  printf 'wall time %d.%01d s; binary %s (sha256 %s, built %s)\n' $((wall_ms / 1000)) $((wall_ms % 1000 / 100)) \
+    "$build/examples/train_sequence" "$(sha256sum <"$BIN" | cut -c1-12)" "$(date -r "$BIN" '+%F %T')"
+  echo "hostile sweep: $n_tried tried, $n_clear clear errors, $n_ok ok, $n_crash crashes, $n_hang hangs, $n_exit0 exit-0-on-garbage, $n_loss data-loss, $n_unclear unclear"
+  ((n_crash + n_hang + n_exit0 + n_loss + n_unclear == 0))
+}
+
+# SWEEP_ONLY=mpi runs group 8 alone (CI does).
+if [[ ${SWEEP_ONLY:-} == mpi ]]; then
+  source "$here/mpi_cases.sh"
+  finish_sweep
+  exit
+fi
 
 # ------------------------------------------------------------------ fixtures
 fix=$work/fixtures
@@ -800,14 +824,7 @@ else
   echo "   (skipped: this build has no --write-config)"
 fi
 
-# ------------------------------------------------------------------ summary
-wall_ms=$((($(now_ns) - sweep_start) / 1000000))
-echo
-if ((${#bad_cases[@]} > 0)); then
-  echo "failing cases:"
-  printf '  %s\n' "${bad_cases[@]}"
-fi
-printf 'wall time %d.%01d s; binary %s (sha256 %s, built %s)\n' $((wall_ms / 1000)) $((wall_ms % 1000 / 100)) \
-  "$build/examples/train_sequence" "$(sha256sum <"$BIN" | cut -c1-12)" "$(date -r "$BIN" '+%F %T')"
-echo "hostile sweep: $n_tried tried, $n_clear clear errors, $n_ok ok, $n_crash crashes, $n_hang hangs, $n_exit0 exit-0-on-garbage, $n_loss data-loss, $n_unclear unclear"
-((n_crash + n_hang + n_exit0 + n_loss + n_unclear == 0))
+# ------------------------------------------------------------------ 8. processes
+source "$here/mpi_cases.sh"
+
+finish_sweep

@@ -20,36 +20,9 @@ check=$2
 seq=$3
 gpt=$4
 s2s=$5
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 np2() { timeout 120 "$mpirun" --oversubscribe -np 2 "$@"; }
-work=$(mktemp -d)
-[ -n "${DP_CHECK_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT; echo "work dir $work"
-cd "$work" || exit 1
-fail() {
-  echo "FAIL: $*"
-  exit 1
-}
-# rank_pid PID R: the process of rank R in the job whose `timeout` has PID (timeout -> mpirun -> ranks).
-rank_pid() {
-  local launcher p
-  launcher=$(pgrep -P "$1" | head -1)
-  for p in $(pgrep -P "$launcher"); do
-    if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then
-      echo "$p"
-      return
-    fi
-  done
-}
-# wait_rows LOG N: until LOG has N rows, at most 20 s.
-wait_rows() {
-  for _ in $(seq 1 200); do
-    [ -f "$1" ] && [ "$(wc -l <"$1")" -ge "$2" ] && return
-    sleep 0.1
-  done
-}
-# A metrics log without its wall-clock fields.
-untimed() { sed -E 's/"tokens_per_s":[^,}]*//; s/"elapsed_s":[^,}]*//' "$1"; }
+enter_scratch_dir "${DP_CHECK_KEEP:-}"
 
 # --- 1. the library --------------------------------------------------------------------------
 out=$(np2 "$check" 2>&1) || fail "mpirun -np 2 dp_check: $out"

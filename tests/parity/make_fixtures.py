@@ -14,6 +14,7 @@ The output is deterministic: running the script twice gives the same bytes (one 
 generators, a fixed tensor order and a header written without sorting or whitespace).
 A development tool only: attograd never needs Python at run time.
 """
+import copy
 import json
 import math
 import os
@@ -89,8 +90,12 @@ class Case:
             self.add("param." + name, p)
 
     def backward(self, output, module, inputs):
-        """Backpropagates a random upstream gradient; records it and every gradient."""
-        grad = self.randn(*output.shape)
+        """Backpropagates a random upstream gradient (ones when the case's metadata says
+        upstream=ones); records it and every gradient."""
+        if self.metadata.get("upstream") == "ones":
+            grad = torch.ones(output.shape, dtype=self.dtype)
+        else:
+            grad = self.randn(*output.shape)
         output.backward(grad)
         self.add("grad.output", grad)
         self.add("expect.output", output)
@@ -129,6 +134,25 @@ def standard_case(case, module, inputs, forward, extra=None):
         case.add("expect.attn_weights", weights)
     case.expect_grads(module, inputs)
     return out, weights
+
+
+def reference_case(case, module, inputs, forward):
+    """A float32 case that carries its float64 reference: standard_case in float32, then the same
+    module, parameters, inputs and upstream gradient converted to float64 (exactly: every float32
+    is a float64) and run again. reference.<name> stands beside every expect.<name>, so the tool
+    can measure attograd's float32 error and PyTorch's against the same float64 answer.
+    forward(module, *inputs) runs either copy."""
+    assert case.dtype == torch.float32
+    module64 = copy.deepcopy(module).double()
+    inputs64 = [(name, x.detach().double().requires_grad_(True)) for name, x in inputs]
+    standard_case(case, module, inputs, lambda: forward(module, *[x for _, x in inputs]))
+    out64 = forward(module64, *[x for _, x in inputs64])
+    out64.backward(dict(case.tensors)["grad.output"].double())
+    case.add("reference.output", out64)
+    for name, p in module64.named_parameters():
+        case.add("reference.grad.param." + name, p.grad if p.grad is not None else torch.zeros_like(p))
+    for name, x in inputs64:
+        case.add("reference.grad.input." + name, x.grad)
 
 
 def keep_from(case, causal=False, lengths=None, keep=None, B=1, Tq=1, Tk=1):
@@ -479,6 +503,7 @@ def seq2seq_cases():
             case.add("expect.grad.param." + k, v)
         yield case
 
+
 def seq2seq_seeds_cases():
     """The seeds' whole model (SeedsSeq2Seq, composed by hand) against attograd's Seq2Seq with the
     seed's options: input norms and no final norms, LayerNorm eps 1e-6, attention without bias and
@@ -511,6 +536,28 @@ def seq2seq_seeds_cases():
         case.backward(logits, model, [])
         case.expect_grads(model, [])
         yield case
+
+
+def float64_reference_cases():
+    """d_model 512 in float32 with unit upstream gradients, each carrying its float64 reference
+    (docs/parity.md, "float32 against a float64 reference"). The Linear's inputs have scale 20
+    (a residual stream that has grown), so its weight gradient, a sum over the 8 tokens, reaches
+    about 200, where one float32 rounding is 1.5e-5: the scale at which a fixed 1e-5 atol stops
+    fitting. The other sizes stay small to keep the files small (under 160 KB each)."""
+    case = Case("linear_d512_reference_f32", "Linear", {"in_features": 512, "out_features": 8, "bias": True},
+                torch.float32, "eval", upstream="ones")
+    m = case.randomize(nn.Linear(512, 8))
+    x = case.leaf(2, 4, 512, scale=20.0)
+    reference_case(case, m, [("x", x)], lambda module, x: module(x))
+    yield case
+
+    case = Case("layer_norm_d512_reference_f32", "LayerNorm",
+                {"normalized_shape": [512], "eps": 1e-5, "elementwise_affine": True}, torch.float32, "eval",
+                upstream="ones")
+    m = case.randomize(nn.LayerNorm([512], eps=1e-5))
+    x = case.leaf(1, 4, 512, scale=2.0, shift=0.5)
+    reference_case(case, m, [("x", x)], lambda module, x: module(x))
+    yield case
 
 
 def model_config(**overrides):
@@ -704,8 +751,8 @@ def seq2seq_training_cases():
 
 CASES = [linear_cases, layer_norm_cases, softmax_cases, embedding_cases, feed_forward_cases, sdpa_cases,
          attention_cases, block_cases, encoder_cases, decoder_layer_cases, seeds_decoder_cases, seq2seq_cases,
-         seq2seq_seeds_cases,
-         model_cases, training_cases, gpt_cases, gpt_training_cases, seq2seq_training_cases]
+         seq2seq_seeds_cases, model_cases, training_cases, gpt_cases, gpt_training_cases, seq2seq_training_cases,
+         float64_reference_cases]
 
 
 def main():

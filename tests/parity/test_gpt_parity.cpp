@@ -13,45 +13,21 @@
 #include "attograd/models/gpt.h"
 #include "attograd/train/io/safetensors.h"
 #include "examples/parity/parity.h"
+#include "fixture_edits.h"
 #include "support.h"
 
 using namespace ag;
 using namespace ag::parity;
-
-namespace {
-
-SafetensorsFile gpt_fixture(const std::string& name) {
-  return load_safetensors(std::string(AG_PARITY_FIXTURES) + "/" + name + ".safetensors");
-}
-
-std::string table(const FixtureResult& r) {
-  std::ostringstream os;
-  print_result(os, r);
-  return os.str();
-}
-
-// A copy of `file` with element `flat` of tensor `name` moved by `delta`.
-SafetensorsFile moved(const SafetensorsFile& file, const std::string& name, int64_t flat, double delta) {
-  SafetensorsFile copy = file;
-  for (SafetensorsEntry& e : copy.entries) {
-    if (e.name != name) continue;
-    std::vector<double> v = e.tensor.to_vector();
-    v.at(static_cast<size_t>(flat)) += delta;
-    e.tensor = from_vector(v, e.tensor.shape(), e.tensor.dtype());
-  }
-  return copy;
-}
-
-}  // namespace
+using namespace ag::parity::testing;
 
 BOOST_AUTO_TEST_SUITE(gpt_parity)
 
 BOOST_AUTO_TEST_CASE(same_weights_give_pytorchs_logits_and_gradients) {
   for (const char* name : {"gpt_f64", "gpt_f32", "gpt_nobias_f64"}) {
     BOOST_TEST_CONTEXT(name) {
-      const SafetensorsFile file = gpt_fixture(name);
+      const SafetensorsFile file = load_fixture(name);
       const FixtureResult r = run_fixture(Fixture(file, name));
-      BOOST_TEST(r.passed(), "\n" << table(r));
+      BOOST_TEST(r.passed(), "\n" << table_of(r));
       BOOST_TEST(r.module == "GPT");
       // The logits, then one gradient row per attograd parameter: the tied table once, no head.
       const auto rows = [&](const std::string& prefix) {
@@ -70,14 +46,14 @@ BOOST_AUTO_TEST_CASE(same_weights_give_pytorchs_logits_and_gradients) {
 // The tied table's gradient is checked element by element: ten tolerances off on one element
 // fails exactly that row, a tenth of a tolerance passes.
 BOOST_AUTO_TEST_CASE(the_tied_gradient_row_bites) {
-  const SafetensorsFile file = gpt_fixture("gpt_f64");
+  const SafetensorsFile file = load_fixture("gpt_f64");
   const std::string tensor = "expect.grad.param.embed.weight";
   const Tolerance t = tolerance_for(DType::f64);
   const double e = file.find(tensor)->tensor.to_vector().at(3);
   const double one = t.atol + t.rtol * std::abs(e);
-  const FixtureResult off = run_fixture(Fixture(moved(file, tensor, 3, 10 * one), "off"));
+  const FixtureResult off = run_fixture(Fixture(perturbed(file, tensor, 3, 10 * one), "off"));
   for (const TensorComparison& c : off.comparisons) BOOST_TEST(c.passed == (c.name != "grad.param.embed.weight"), c.name);
-  BOOST_TEST(run_fixture(Fixture(moved(file, tensor, 3, 0.1 * one), "near")).passed());
+  BOOST_TEST(run_fixture(Fixture(perturbed(file, tensor, 3, 0.1 * one), "near")).passed());
 }
 
 // Twenty AdamW steps from the twin's nanoGPT init on stored next-token batches: attograd's f32
@@ -86,24 +62,24 @@ BOOST_AUTO_TEST_CASE(the_tied_gradient_row_bites) {
 BOOST_AUTO_TEST_CASE(golden_run_matches_pytorch_at_every_step) {
   for (const char* name : {"gpt_training_adamw_f32", "gpt_training_adamw_f64"}) {
     BOOST_TEST_CONTEXT(name) {
-      const SafetensorsFile file = gpt_fixture(name);
+      const SafetensorsFile file = load_fixture(name);
       const std::vector<double> expected = file.find("expect.loss")->tensor.to_vector();
       BOOST_TEST_REQUIRE(expected.size() == 20u);
       BOOST_TEST(expected.back() < expected.front() - 0.5, "the golden run does not learn");
       const FixtureResult r = run_fixture(Fixture(file, name));
-      BOOST_TEST(r.passed(), "\n" << table(r));
+      BOOST_TEST(r.passed(), "\n" << table_of(r));
       BOOST_TEST_REQUIRE(r.comparisons.size() == 1u);
       BOOST_TEST(r.comparisons[0].name == "loss");
       BOOST_TEST(r.comparisons[0].max_abs_error <= kTrainingLossAtol);
       const bool f32 = std::string(name).find("f32") != std::string::npos;
-      const FixtureResult off = run_fixture(Fixture(moved(file, "expect.loss", 17, f32 ? 2 * kTrainingLossAtol : 1e-6), name));
+      const FixtureResult off = run_fixture(Fixture(perturbed(file, "expect.loss", 17, f32 ? 2 * kTrainingLossAtol : 1e-6), name));
       BOOST_TEST(!off.passed());
     }
   }
 }
 
 BOOST_AUTO_TEST_CASE(bad_gpt_fixtures_are_refused) {
-  const SafetensorsFile gpt = gpt_fixture("gpt_f64");
+  const SafetensorsFile gpt = load_fixture("gpt_f64");
   const auto refused = [](SafetensorsFile file, const std::string& key, const std::string& value,
                           std::initializer_list<std::string> parts) {
     file.metadata[key] = value;

@@ -20,17 +20,17 @@
 #include "attograd/train/io/json_text.h"
 #include "attograd/train/io/safetensors.h"
 #include "examples/parity/parity.h"
+#include "fixture_edits.h"
 #include "support.h"
 
 namespace fs = std::filesystem;
 using namespace ag;
 using namespace ag::parity;
+using namespace ag::parity::testing;
 
 namespace {
 
 const std::string kFixtureDir = AG_PARITY_FIXTURES;
-
-std::string fixture_path(const std::string& name) { return kFixtureDir + "/" + name + ".safetensors"; }
 
 std::vector<std::string> committed_fixtures() {
   std::vector<std::string> names;
@@ -41,54 +41,10 @@ std::vector<std::string> committed_fixtures() {
   return names;
 }
 
-std::string table_of(const FixtureResult& r) {
-  std::ostringstream os;
-  print_result(os, r);
-  return os.str();
-}
-
-// A private copy of one tensor of `file` with element `flat` moved by `delta`.
-SafetensorsFile perturbed(const SafetensorsFile& file, const std::string& name, int64_t flat, double delta) {
-  SafetensorsFile copy = file;
-  for (SafetensorsEntry& e : copy.entries) {
-    if (e.name != name) continue;
-    std::vector<double> values = e.tensor.to_vector();
-    values.at(static_cast<size_t>(flat)) += delta;
-    e.tensor = from_vector(values, e.tensor.shape(), e.tensor.dtype());
-    return copy;
-  }
-  BOOST_FAIL("no tensor " << name);
-  return copy;
-}
-
-SafetensorsFile without(const SafetensorsFile& file, const std::string& name) {
-  SafetensorsFile copy = file;
-  const auto it = std::find_if(copy.entries.begin(), copy.entries.end(),
-                               [&](const SafetensorsEntry& e) { return e.name == name; });
-  BOOST_REQUIRE(it != copy.entries.end());
-  copy.entries.erase(it);
-  return copy;
-}
-
 SafetensorsFile with_metadata(const SafetensorsFile& file, const std::string& key, const std::string& value) {
   SafetensorsFile copy = file;
   copy.metadata[key] = value;
   return copy;
-}
-
-// `file` with tensor `name` replaced by (or, when absent, extended with) `t`.
-SafetensorsFile with_tensor(const SafetensorsFile& file, const std::string& name, const Tensor& t) {
-  SafetensorsFile copy = file.contains(name) ? without(file, name) : file;
-  copy.add(name, t);
-  return copy;
-}
-
-const TensorComparison& row(const FixtureResult& r, const std::string& name) {
-  for (const TensorComparison& c : r.comparisons) {
-    if (c.name == name) return c;
-  }
-  BOOST_FAIL("no row " << name << " in\n" << table_of(r));
-  return r.comparisons.front();
 }
 
 // A scratch directory removed at the end of the test.
@@ -190,11 +146,14 @@ BOOST_AUTO_TEST_CASE(covers_every_module_flavour_mask_and_dtype) {
   BOOST_TEST(post);
 }
 
+// A fixture with float64 references holds every expectation twice, once in float64: it may
+// reach 160 KB.
 BOOST_AUTO_TEST_CASE(fixtures_stay_small) {
   uintmax_t total = 0;
   for (const std::string& name : committed_fixtures()) {
     const uintmax_t bytes = fs::file_size(fixture_path(name));
-    BOOST_TEST(bytes < 100u * 1024u, name << " holds " << bytes << " bytes");
+    const uintmax_t limit = load_fixture(name).contains("reference.output") ? 160u * 1024u : 100u * 1024u;
+    BOOST_TEST(bytes < limit, name << " holds " << bytes << " bytes");
     total += bytes;
   }
   BOOST_TEST(total < 2u * 1024u * 1024u);

@@ -35,6 +35,24 @@ BOOST_AUTO_TEST_CASE(a_batch_that_does_not_split_evenly_is_refused_by_name) {
   BOOST_CHECK_THROW(shard_of(8, 4, 4, "--batch"), std::invalid_argument);  // no such rank
 }
 
+BOOST_AUTO_TEST_CASE(an_uneven_split_is_refused_with_the_process_counts_that_work) {
+  // A fresh run may change its batch; a resumed one keeps its checkpoint's, so the advice is
+  // only the process counts (a batch-16 checkpoint on 3 processes).
+  AG_CHECK_THROWS_WITH(shard_of(30, 0, 4, "--batch"), std::invalid_argument, "-np 1, 2, 3, 5, 6, 10, 15 or 30",
+                       "make it a multiple of 4 (e.g. 32)");
+  try {
+    shard_of(16, 0, 3, "the checkpoint's batch", false);
+    BOOST_FAIL("no error");
+  } catch (const std::invalid_argument& e) {
+    const std::string m = e.what();
+    BOOST_TEST(m.find("the checkpoint's batch 16") != std::string::npos, m);
+    BOOST_TEST(m.find("run with mpirun -np 1, 2, 4, 8 or 16") != std::string::npos, m);
+    BOOST_TEST(m.find("multiple") == std::string::npos, m);
+  }
+  // A batch with many divisors: the first eight, and that others divide it too.
+  AG_CHECK_THROWS_WITH(shard_of(720, 0, 7, "--batch"), std::invalid_argument, "-np 1, 2, 3, 4, 5, 6, 8 or 9 (a count");
+}
+
 BOOST_AUTO_TEST_CASE(a_world_of_one_keeps_every_gradient_bit_for_bit_and_starts_buckets_early) {
   manual_seed(5);
   Variable w1(uniform({16, 8}, -1, 1), true, "w1");

@@ -15,16 +15,29 @@ double seconds(std::chrono::steady_clock::duration d) { return std::chrono::dura
 
 }  // namespace
 
-Shard shard_of(int64_t global_batch, int rank, int size, const char* what) {
+Shard shard_of(int64_t global_batch, int rank, int size, const char* what, bool batch_can_change) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw std::invalid_argument("data parallel: rank " + std::to_string(rank) + " of " + std::to_string(size) +
                                 " is not a rank of the run");
   }
   if (global_batch < size || global_batch % size != 0) {
+    // The process counts that split it (the first few), e.g. "1, 2, 4, 8 or 16".
+    std::vector<int64_t> counts;
+    for (int64_t d = 1; d <= global_batch && counts.size() < 8; ++d) {
+      if (global_batch % d == 0) counts.push_back(d);
+    }
+    std::string list;
+    for (size_t i = 0; i < counts.size(); ++i) {
+      list += (i == 0 ? "" : i + 1 == counts.size() ? " or " : ", ") + std::to_string(counts[i]);
+    }
+    const int64_t multiple = (global_batch + size - 1) / size * size;
     throw std::invalid_argument(std::string("data parallel: ") + what + " " + std::to_string(global_batch) +
                                 " (the global batch) cannot be split evenly over " + std::to_string(size) +
-                                " processes; make it a multiple of " + std::to_string(size) +
-                                " or change the -np of mpirun");
+                                " processes; run with mpirun -np " + list +
+                                (counts.back() < global_batch ? " (a count that divides it)" : "") +
+                                (batch_can_change ? ", or make it a multiple of " + std::to_string(size) + " (e.g. " +
+                                                        std::to_string(multiple) + ")"
+                                                  : ""));
   }
   const int64_t rows = global_batch / size;
   return {.begin = rows * rank, .rows = rows};
@@ -192,12 +205,6 @@ void DataParallel::sum(std::vector<double>& values) {
   Tensor t = from_vector(values, Shape{static_cast<int64_t>(values.size())}, DType::f64);
   comm_.all_reduce_sum(t);
   values = t.to_vector();
-}
-
-bool DataParallel::any(bool local) {
-  std::vector<double> v{local ? 1.0 : 0.0};
-  sum(v);
-  return v[0] > 0;
 }
 
 std::string DataParallel::report() const {

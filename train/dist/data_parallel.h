@@ -45,8 +45,11 @@ struct Shard {
 };
 
 // Rank `rank` of `size`: rows [rank B/N, (rank + 1) B/N). B % N != 0 throws std::invalid_argument
-// naming `what` (the flag or option of the batch), B and N.
-Shard shard_of(int64_t global_batch, int rank, int size, const char* what);
+// naming `what` (the flag or option of the batch), B and N, with advice: the process counts that
+// divide B and, when `batch_can_change` (a fresh run; a resumed one keeps its checkpoint's batch,
+// the trajectory depends on it), the nearest multiple of N. The split stays even: with uneven
+// shards the average of the ranks' mean losses would no longer be the batch's mean.
+Shard shard_of(int64_t global_batch, int rank, int size, const char* what, bool batch_can_change = true);
 // Rows [s.begin, s.begin + s.rows) of a (B, ...) batch.
 Indices shard_rows(const Indices& x, const Shard& s);
 
@@ -95,8 +98,6 @@ class DataParallel {
   double mean(double local);
   // Element-wise sums over ranks (e.g. evaluation counts), in place.
   void sum(std::vector<double>& values);
-  // True on every rank when it is true on one (a stop request seen by one rank stops all).
-  bool any(bool local);
 
   const OverlapStats& overlap() const { return stats_; }
   // One line for the end of a run: processes, buckets, the overlap share, the wait after backward.

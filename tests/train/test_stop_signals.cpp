@@ -1,0 +1,76 @@
+// StopOnSignals: SIGINT, SIGTERM and SIGHUP each stop a run after the current update, which is
+// saved; the summary carries the signal and the exit status is 128 + it; the previous handlers
+// come back. The ranks' agreement in a world of one, and the configuration's items. Across real
+// processes (mpirun, a signal to mpirun, mismatched ranks): tests/mpi/run_rank_checks.sh.
+#include <csignal>
+
+#include "attograd/train/io/checkpoint.h"
+#include "attograd/train/sequence_job.h"
+#include "attograd/train/stop_signals.h"
+#include "attograd/train/trainer.h"
+#include "support.h"
+#include "train_support.h"
+
+namespace ag::testing {
+namespace {
+
+volatile std::sig_atomic_t g_previous_handler_ran = 0;
+extern "C" void previous_handler(int) { g_previous_handler_ran = 1; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(stop_signals)
+
+BOOST_AUTO_TEST_CASE(each_stop_signal_ends_the_run_after_the_update_saves_and_sets_the_status) {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    BOOST_TEST_CONTEXT("signal " << signal) {
+      TempDir dir;
+      manual_seed(7);
+      SequenceModel model({.vocab = 6, .max_len = 6, .d_model = 16, .n_head = 2, .d_ff = 32, .n_layers = 1});
+      SequenceJob job(model, {.kind = SequenceTaskKind::reverse, .vocab_size = 6, .seq_len = 6, .batch_size = 8, .seed = 3},
+                      16);
+      TrainerOutputs out;
+      out.checkpoint_path = dir.file("run.safetensors");
+      out.on_step = [signal](int64_t step, double) {
+        if (step == 3) std::raise(signal);
+      };
+      Trainer trainer(job, {.warmup_steps = 2, .steps = 50, .eval_every = 100, .target_seq_acc = 2.0}, out);
+      std::signal(signal, previous_handler);
+      g_previous_handler_ran = 0;
+      TrainSummary s;
+      {
+        const StopOnSignals stop(trainer);
+        BOOST_CHECK_THROW(StopOnSignals{trainer}, std::logic_error);  // one at a time
+        s = trainer.run();
+      }
+      BOOST_TEST(s.interrupted);
+      BOOST_TEST(s.steps == 3);
+      BOOST_TEST(s.stop_signal == signal);
+      BOOST_TEST(interrupted_exit_status(s) == 128 + signal);
+      BOOST_TEST(is_interrupted_exit_status(128 + signal));
+      BOOST_TEST(checkpoint_step(Checkpoint::open(dir.file("run.safetensors"))) == 3);
+      BOOST_TEST(g_previous_handler_ran == 0);  // ours answered while it lived
+      std::raise(signal);                       // and the previous one is back
+      BOOST_TEST(g_previous_handler_ran == 1);
+      std::signal(signal, SIG_DFL);
+    }
+  }
+  TrainSummary plain;
+  plain.interrupted = true;
+  BOOST_TEST(interrupted_exit_status(plain) == 130);  // request_stop() without a signal: as Ctrl-C
+  BOOST_TEST(!is_interrupted_exit_status(1));
+}
+
+BOOST_AUTO_TEST_CASE(the_configuration_identity_leaves_out_what_may_differ_between_ranks) {
+  const std::string toml =
+      "# attograd configuration\n\n# width\nd-model=32\nlayers = 2\nthreads=\"auto\"\nsave=\"a.st\"\n"
+      "data=\"text.txt\"\nlog=\"runs/metrics.jsonl\"\nquiet=false\n";
+  const RunIdentity id = configuration_identity(toml);
+  const RunIdentity expected{{"--d-model", "32"}, {"--layers", "2"}, {"--data", "\"text.txt\""}};
+  BOOST_TEST((id == expected));
+  require_same_identity(Communicator::world(), id);  // alone: nothing to disagree with
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace ag::testing
