@@ -25,6 +25,24 @@ std::string decoding_line(const std::string& name, const Seq2SeqMetrics& m) {
   return os.str();
 }
 
+// The model's switches away from nn.Transformer's defaults (the seed's model sets them all), as a
+// line under the model's, or nothing.
+std::string describe_switches(const Seq2SeqOptions& m) {
+  std::ostringstream os;
+  const Seq2SeqOptions d;
+  if (m.input_norm) os << ", input norms";
+  if (!m.final_norm) os << ", no final norms";
+  if (m.layer_norm_eps != d.layer_norm_eps) os << ", LayerNorm eps " << m.layer_norm_eps;
+  if (!m.attn_bias) os << ", no attention bias";
+  if (m.d_k != 0) os << ", d_k " << m.d_k;
+  if (m.d_v != 0) os << ", d_v " << m.d_v;
+  if (!m.scale_embeddings) os << ", unscaled embeddings";
+  if (m.scale_logits) os << ", logits times d_model^-1/2";
+  if (m.share_embeddings) os << ", one token table";
+  if (m.tie_head) os << ", tied head";
+  return os.str().empty() ? "" : "       " + os.str().substr(2) + "\n";
+}
+
 int run(const TrainSeq2SeqArgs& a) {
   TrainingRun run(a, "seq2seq");
   const Seq2SeqOptions m = run.options("model", seq2seq_options_from_json, a.model);
@@ -48,7 +66,7 @@ int run(const TrainSeq2SeqArgs& a) {
     about << ", " << task.symbols << " symbols, length " << task.min_len << " to " << task.max_len;
   }
   about << ", batch " << task.batch_size << ", seed " << task.seed << "\n"
-        << describe_block_model(m, layers, model.num_parameters())
+        << describe_block_model(m, layers, model.num_parameters()) << describe_switches(m)
         << describe_training(t, "budget " + std::to_string(t.steps) + " steps, target " + percent(t.target_seq_acc) +
                                     " exact (greedy)");
   const TrainSummary s = run.train(job, about.str());

@@ -32,6 +32,8 @@ struct TrainSeq2SeqArgs : TrainingArgs {
   bool json = false;             // end with one JSON line of the results (bench/compare_seq2seq.sh)
   std::string task_name, activation;
   BlockChoices block;
+  // The switches whose flags turn a default off.
+  bool no_final_norm = false, no_attn_bias = false, no_scale_embeddings = false;
 
   TrainSeq2SeqArgs() {
     trainer = {.optimizer = OptimizerKind::adam, .lr = 1e-3, .min_lr = 1e-4, .warmup_steps = 100, .steps = 4000,
@@ -58,6 +60,14 @@ struct TrainSeq2SeqArgs : TrainingArgs {
     f.choice("--activation", activation, "feed-forward nonlinearity", {"relu", "gelu"});
     f.flag("--share-embeddings", model.share_embeddings, "one token table for source and target");
     f.flag("--tie-head", model.tie_head, "the output head multiplies by the target table");
+    f.flag("--input-norm", model.input_norm, "LayerNorm on the embedded input of each stack");
+    f.flag("--no-final-norm", no_final_norm, "no LayerNorm after the encoder and decoder stacks");
+    f.real("--layer-norm-eps", model.layer_norm_eps, 0.0, 1.0, "epsilon of every LayerNorm (above 0)");
+    f.flag("--no-attn-bias", no_attn_bias, "attention projections without bias");
+    f.integer("--d-k", model.d_k, 0, Seq2SeqLimits::d_model, "query and key size per head (0: d_model / heads)");
+    f.integer("--d-v", model.d_v, 0, Seq2SeqLimits::d_model, "value size per head (0: d_model / heads)");
+    f.flag("--no-scale-embeddings", no_scale_embeddings, "embeddings not multiplied by sqrt(d_model)");
+    f.flag("--scale-logits", model.scale_logits, "logits multiplied by 1/sqrt(d_model)");
     f.group("optimisation", true);
     f.integer("--batch", task.batch_size, 1, TL::batch_size, "sequences per step");
     f.group("evaluation and output", false);
@@ -71,6 +81,9 @@ struct TrainSeq2SeqArgs : TrainingArgs {
     task.kind = line.choice("--task", parse_seq2seq_task_kind, task_name);
     model.activation = line.choice("--activation", parse_activation, activation);
     finish_block_flags(line, model, block);
+    model.final_norm = !no_final_norm;
+    model.attn_bias = !no_attn_bias;
+    model.scale_embeddings = !no_scale_embeddings;
     if (line.resuming) return;
     if (task.kind == Seq2SeqTaskKind::addition && line.typed("--symbols")) {
       throw UsageError("--symbols: the addition task has its own ten digits and '+'");

@@ -26,15 +26,27 @@ TransformerBlockOptions block_options(const Seq2SeqOptions& o) {
   b.dropout = o.dropout;
   b.activation = o.activation;
   b.norm_first = o.norm_first;
+  b.layer_norm_eps = o.layer_norm_eps;
+  b.d_k = o.d_k;
+  b.d_v = o.d_v;
+  b.attn_bias = o.attn_bias;
   return b;
 }
 
+FinalNorm final_norm(const Seq2SeqOptions& o) { return o.final_norm ? FinalNorm::always : FinalNorm::never; }
+
 TransformerEncoderOptions encoder_options(const Seq2SeqOptions& o) {
-  return {.n_layers = o.n_encoder_layers, .block = block_options(o), .final_norm = FinalNorm::always};
+  return {.n_layers = o.n_encoder_layers, .block = block_options(o), .final_norm = final_norm(o)};
 }
 
 TransformerDecoderOptions decoder_options(const Seq2SeqOptions& o) {
-  return {.n_layers = o.n_decoder_layers, .layer = {.block = block_options(o)}, .final_norm = FinalNorm::always};
+  return {.n_layers = o.n_decoder_layers, .layer = {.block = block_options(o)}, .final_norm = final_norm(o)};
+}
+
+// The LayerNorm on one stack's input, or none.
+LayerNorm* input_norm(Module& owner, const char* name, const Seq2SeqOptions& o) {
+  if (!o.input_norm) return nullptr;
+  return &owner.register_module(name, std::make_unique<LayerNorm>(o.d_model, o.layer_norm_eps));
 }
 
 std::unique_ptr<Embedding> token_table(int64_t vocab, int64_t d_model) {
@@ -70,8 +82,11 @@ void validate(const Seq2SeqOptions& o) {
   in_range("d_ff", o.d_ff, 1, L::d_ff);
   in_range("n_encoder_layers", o.n_encoder_layers, 1, L::n_layers);
   in_range("n_decoder_layers", o.n_decoder_layers, 1, L::n_layers);
-  if (o.d_model % o.n_head != 0) {
-    fail("n_head " + std::to_string(o.n_head) + " does not divide d_model " + std::to_string(o.d_model));
+  in_range("d_k", o.d_k, 0, L::d_model);
+  in_range("d_v", o.d_v, 0, L::d_model);
+  if ((o.d_k == 0 || o.d_v == 0) && o.d_model % o.n_head != 0) {
+    fail("n_head " + std::to_string(o.n_head) + " does not divide d_model " + std::to_string(o.d_model) +
+         " (set d_k and d_v to give the heads sizes of their own)");
   }
   if (o.share_embeddings && o.tgt_vocab != 0 && o.tgt_vocab != o.src_vocab) {
     fail("share_embeddings needs one vocabulary, got src_vocab=" + std::to_string(o.src_vocab) +
@@ -80,6 +95,11 @@ void validate(const Seq2SeqOptions& o) {
   if (!(o.dropout >= 0.0 && o.dropout < 1.0)) {
     std::ostringstream os;
     os << "dropout must lie in [0, 1), got " << o.dropout;
+    fail(os.str());
+  }
+  if (!(o.layer_norm_eps > 0.0 && o.layer_norm_eps <= 1.0)) {
+    std::ostringstream os;
+    os << "layer_norm_eps must lie in (0, 1], got " << o.layer_norm_eps;
     fail(os.str());
   }
 }
@@ -100,6 +120,8 @@ Seq2Seq::Seq2Seq(const Seq2SeqOptions& options)
                                                         options_.d_model, options_.max_len))
                           : nullptr),
       dropout_(register_module("dropout", std::make_unique<Dropout>(options_.dropout))),
+      src_norm_(input_norm(*this, "src_norm", options_)),
+      tgt_norm_(input_norm(*this, "tgt_norm", options_)),
       encoder_(register_module("encoder", std::make_unique<TransformerEncoder>(encoder_options(options_)))),
       decoder_(register_module("decoder", std::make_unique<TransformerDecoder>(decoder_options(options_)))),
       head_(options_.tie_head ? nullptr
@@ -134,7 +156,7 @@ void Seq2Seq::check_lengths(const char* op, const char* what, const std::vector<
   }
 }
 
-Variable Seq2Seq::positioned(const Variable& x, int64_t start, const char* op) {
+Variable Seq2Seq::positioned(const Variable& x, int64_t start, LayerNorm* input_norm, const char* op) {
   if (x.dim() != 3 || x.shape()[2] != options_.d_model || x.shape()[1] < 1 || start < 0 ||
       start + x.shape()[1] > options_.max_len) {
     throw std::invalid_argument(std::string(op) + ": embeddings of shape " + x.shape().str() + " at position " +
@@ -147,7 +169,8 @@ Variable Seq2Seq::positioned(const Variable& x, int64_t start, const char* op) {
   const Variable table = learned_pos_ != nullptr
                              ? narrow(learned_pos_->weight(), 0, start, T)
                              : Variable(sinusoidal_pos_->encoding(start + T).narrow(0, start, T));
-  return dropout_(scaled + table);  // (T, d_model) broadcasts over B
+  const Variable y = dropout_(scaled + table);  // (T, d_model) broadcasts over B
+  return input_norm != nullptr ? (*input_norm)(y) : y;
 }
 
 Variable Seq2Seq::head(const Variable& h) {
@@ -155,11 +178,12 @@ Variable Seq2Seq::head(const Variable& h) {
     throw std::invalid_argument("Seq2Seq::head: features of shape " + h.shape().str() + " must be (..., d_model=" +
                                 std::to_string(options_.d_model) + ")");
   }
-  return head_ ? (*head_)(h) : linear(h, tgt_embed_->weight());
+  const Variable logits = head_ ? (*head_)(h) : linear(h, tgt_embed_->weight());
+  return options_.scale_logits ? logits * (1.0 / std::sqrt(static_cast<double>(options_.d_model))) : logits;
 }
 
 Variable Seq2Seq::encode_embedded(const Variable& src_x, const std::vector<int64_t>& src_lengths) {
-  const Variable x = positioned(src_x, 0, "Seq2Seq::encode");
+  const Variable x = positioned(src_x, 0, src_norm_, "Seq2Seq::encode");
   check_lengths("Seq2Seq::encode", "src_lengths", src_lengths, x.shape()[0], x.shape()[1]);
   return encoder_(x, AttentionMask::key_padding(src_lengths, x.shape()[1]));
 }
@@ -178,7 +202,7 @@ Variable Seq2Seq::decode_embedded(const Variable& tgt_x, const Variable& memory,
                                 list(tgt_lengths) + " must be empty");
   }
   // With a cache, tgt continues the positions it holds.
-  const Variable y = positioned(tgt_x, cache ? cache->self.length() : 0, "Seq2Seq::decode");
+  const Variable y = positioned(tgt_x, cache ? cache->self.length() : 0, tgt_norm_, "Seq2Seq::decode");
   const int64_t T = y.shape()[1];
   if (memory.dim() != 3 || memory.shape()[0] != y.shape()[0]) {
     throw std::invalid_argument("Seq2Seq::decode: memory " + memory.shape().str() + " must be (B=" +
@@ -195,9 +219,9 @@ Variable Seq2Seq::decode_embedded(const Variable& tgt_x, const Variable& memory,
 }
 
 Seq2SeqCache Seq2Seq::make_cache(int64_t batch, int64_t S) const {
-  const int64_t d_head = options_.d_model / options_.n_head;
-  KvCacheOptions c{.n_layers = options_.n_decoder_layers, .batch = batch, .n_head = options_.n_head, .d_k = d_head,
-                   .d_v = d_head, .max_len = options_.max_len, .dtype = dtype()};
+  const MultiHeadAttentionOptions& heads = decoder_.layer(0).self_attn().options();  // d_k, d_v resolved
+  KvCacheOptions c{.n_layers = options_.n_decoder_layers, .batch = batch, .n_head = options_.n_head, .d_k = heads.d_k,
+                   .d_v = heads.d_v, .max_len = options_.max_len, .dtype = dtype()};
   KvCache self(c);
   c.max_len = S;
   return {std::move(self), KvCache(c)};

@@ -5,9 +5,10 @@
 //   Variable logits = model(src, {5, 2}, tgt_in, {3, 4});   // src (B, S), tgt_in (B, T) -> (B, T, tgt_vocab)
 //   Variable loss = cross_entropy(logits, tgt_out, {.ignore_index = pad});
 //
-//   src (B, S) --src_embed * sqrt(d_model) + positions--> dropout --> encoder --> memory (B, S, d_model)
-//   tgt (B, T) --tgt_embed * sqrt(d_model) + positions--> dropout --> decoder(., memory) --> head
-//     --> logits (B, T, tgt_vocab)
+//   src (B, S) --src_embed * sqrt(d_model) + positions--> dropout [--> src_norm] --> encoder
+//     --> memory (B, S, d_model)
+//   tgt (B, T) --tgt_embed * sqrt(d_model) + positions--> dropout [--> tgt_norm] --> decoder(., memory)
+//     --> head [* d_model^-1/2] --> logits (B, T, tgt_vocab)
 //
 // Masks come from the lengths (each in [1, S] or [1, T]); positions past a length are padding
 // and their token ids are never read for anything but the lookup (any id in range will do):
@@ -18,17 +19,31 @@
 // (cross_entropy with ignore_index at those targets), and then padding is inert: more pad
 // positions on either side change neither the loss nor any gradient.
 //
-// The encoder and decoder end with a final norm each whatever norm_first says, as
-// nn.Transformer's do (post-norm, the default, is the original Transformer).
+// The encoder and decoder end with a final norm each whatever norm_first says (unless final_norm
+// is off), as nn.Transformer's do (post-norm, the default, is the original Transformer).
+//
+// The defaults build nn.Transformer's version of the model. The seed implementation of the
+// original Transformer (the PyTorch code attograd's attention layers came from) builds it
+// otherwise, and these options say how:
+//   input_norm = true        a LayerNorm on each stack's input, after the positions and dropout
+//                            (src_norm, tgt_norm)
+//   final_norm = false       no norm after the stacks: their post-norm layers end on one
+//   layer_norm_eps = 1e-6    in every LayerNorm (PyTorch's default is 1e-5)
+//   attn_bias = false        the attention projections w_q, w_k, w_v, w_o without bias
+//   d_k, d_v                 head sizes of their own; with both set n_head need not divide d_model
+//   scale_logits = true      logits times d_model^-1/2: with scale_embeddings = false and a tied
+//                            head, the shared table is scaled on the way out instead of the way in
 //
 // Parameters (state_dict keys):
 //   src_embed.weight, tgt_embed.weight   (vocab, d_model); one `embed.weight` when shared
 //   pos.weight (learned, (max_len, d_model)) or the buffer pos.pe (sinusoidal), one table for
 //     both sides
 //   encoder.blocks.<i>.{attn.w_q, attn.w_k, attn.w_v, attn.w_o, ff.linear1, ff.linear2, norm1, norm2}.*,
+//   src_norm.*, tgt_norm.*               with input_norm
 //   encoder.norm.*                       attograd's encoder names (layers/transformer.h)
 //   decoder.layers.<i>.{self_attn.w_*, multihead_attn.w_*, ff.linear1, ff.linear2, norm1..norm3}.*,
-//   decoder.norm.*                       nn.Transformer's decoder names, but for the projections
+//   decoder.norm.*                       nn.Transformer's decoder names, but for the projections;
+//                                        encoder.norm and decoder.norm only with final_norm
 //   head.weight, head.bias               absent when tied: the head multiplies by tgt_embed.weight
 // The encoder's keys are those of the existing encoder (blocks.<i>.attn), not nn.Transformer's
 // (layers.<i>.self_attn); tests/parity/torch_reference.py maps between the two.
@@ -53,6 +68,7 @@
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/embedding.h"
 #include "attograd/layers/kv_cache.h"
+#include "attograd/layers/layer_norm.h"
 #include "attograd/layers/linear.h"
 #include "attograd/layers/module.h"
 #include "attograd/layers/positional.h"
@@ -78,6 +94,15 @@ struct Seq2SeqOptions {
   bool share_embeddings = false;  // one table for source and target; needs src_vocab == tgt_vocab
   bool tie_head = false;          // the head's weight is the target table
   bool scale_embeddings = true;   // multiply looked-up embeddings by sqrt(d_model), as the paper
+  // Where the original Transformer's seed implementation differs from nn.Transformer (see the
+  // top of this file); each default keeps nn.Transformer's choice.
+  bool input_norm = false;        // a LayerNorm on each stack's input (after positions and dropout)
+  bool final_norm = true;         // a LayerNorm after each stack, whatever norm_first says
+  double layer_norm_eps = 1e-5;   // in every LayerNorm of the model
+  bool attn_bias = true;          // bias in the four projections of every attention
+  int64_t d_k = 0;                // per head, queries and keys; 0 means d_model / n_head
+  int64_t d_v = 0;                // per head, values; 0 means d_model / n_head
+  bool scale_logits = false;      // multiply the logits by 1/sqrt(d_model)
 };
 
 // The upper bounds of the options: the encoder tagger's (vocab, max_len, d_model, n_head, d_ff,
@@ -112,7 +137,7 @@ class Seq2Seq : public Module {
                             const std::vector<int64_t>& tgt_lengths);
 
   // The pieces, for decoding. encode: src -> memory (B, S, d_model), the encoder's final norm
-  // applied. decode: tgt (B, T) over that memory -> logits (B, T, vocab), no target padding mask
+  // applied when it has one. decode: tgt (B, T) over that memory -> logits (B, T, vocab), no target padding mask
   // when tgt_lengths is empty (every position real). Without a cache tgt is positions 0 .. T-1;
   // with one it is the new positions P .. P+T-1 after the P the cache holds (tgt_lengths must
   // then be empty), and the result equals those rows of the decode over all P+T positions.
@@ -125,7 +150,7 @@ class Seq2Seq : public Module {
                            const std::vector<int64_t>& tgt_lengths = {}, Seq2SeqCache* cache = nullptr);
   // An empty cache for `batch` targets over a memory of S positions, in the model's dtype.
   Seq2SeqCache make_cache(int64_t batch, int64_t S) const;
-  // h (..., d_model) -> logits (..., tgt_vocab): the head, tied or not.
+  // h (..., d_model) -> logits (..., tgt_vocab): the head, tied or not (then scaled with scale_logits).
   Variable head(const Variable& h);
 
   // Options with tgt_vocab resolved.
@@ -145,8 +170,9 @@ class Seq2Seq : public Module {
                      int64_t T) const;
 
  private:
-  // x (B, T, d_model) looked-up embeddings of positions start .. start+T-1.
-  Variable positioned(const Variable& x, int64_t start, const char* op);
+  // x (B, T, d_model) looked-up embeddings of positions start .. start+T-1, through the side's
+  // input norm when there is one.
+  Variable positioned(const Variable& x, int64_t start, LayerNorm* input_norm, const char* op);
 
   Seq2SeqOptions options_;
   Embedding* src_embed_ = nullptr;
@@ -154,6 +180,8 @@ class Seq2Seq : public Module {
   LearnedPositionalEmbedding* learned_pos_ = nullptr;  // exactly one of the two is set
   SinusoidalPositionalEncoding* sinusoidal_pos_ = nullptr;
   Dropout& dropout_;
+  LayerNorm* src_norm_ = nullptr;  // both set with input_norm, else both null
+  LayerNorm* tgt_norm_ = nullptr;
   TransformerEncoder& encoder_;
   TransformerDecoder& decoder_;
   Linear* head_ = nullptr;  // null when tied

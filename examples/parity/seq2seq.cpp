@@ -1,8 +1,9 @@
 // The Seq2Seq of models/seq2seq.h against torch.nn.Transformer with embeddings, positions and a
-// head around it (tests/parity/torch_seq2seq.py): module "Seq2Seq" compares the logits for
-// input.src / input.tgt with their lengths (input.src_lengths, input.tgt_lengths, I64 (B)) and
-// every parameter's gradient; module "Seq2SeqTrainingRun" trains it with AdamW on stored padded
-// batches and compares the loss at every step.
+// head around it, or with the seed's options (input norms, no final norms, d_k / d_v, ...) against
+// the seed's model composed by hand (both in tests/parity/torch_seq2seq.py): module "Seq2Seq"
+// compares the logits for input.src / input.tgt with their lengths (input.src_lengths,
+// input.tgt_lengths, I64 (B)) and every parameter's gradient; module "Seq2SeqTrainingRun" trains
+// it with AdamW on stored padded batches and compares the loss at every step.
 #include <stdexcept>
 
 #include "attograd/autograd/nn_ops.h"
@@ -36,6 +37,13 @@ Seq2SeqOptions read_seq2seq_options(const Fixture& f, const Config& c) {
   o.share_embeddings = c.boolean("share_embeddings", o.share_embeddings);
   o.tie_head = c.boolean("tie_head", o.tie_head);
   o.scale_embeddings = c.boolean("scale_embeddings", o.scale_embeddings);
+  o.input_norm = c.boolean("input_norm", o.input_norm);
+  o.final_norm = c.boolean("final_norm", o.final_norm);
+  o.layer_norm_eps = c.number("layer_norm_eps", o.layer_norm_eps);
+  o.attn_bias = c.boolean("attn_bias", o.attn_bias);
+  o.d_k = c.integer("d_k", o.d_k);
+  o.d_v = c.integer("d_v", o.d_v);
+  o.scale_logits = c.boolean("scale_logits", o.scale_logits);
   f.require_comparable_dropout(o.dropout, "config.dropout");
   return o;
 }

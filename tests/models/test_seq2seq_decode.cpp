@@ -20,6 +20,15 @@ Seq2SeqOptions decode_model(bool norm_first) {
           .n_encoder_layers = 2, .n_decoder_layers = 2, .dropout = 0.1, .norm_first = norm_first};
 }
 
+// The seed's switches on the same sizes: input norms, no final norms, no attention bias, logits
+// scaled, and heads whose keys (d_k 3) and values (d_v 5) differ in size, as the caches hold them.
+Seq2SeqOptions seed_decode_model() {
+  Seq2SeqOptions o = decode_model(false);
+  o.input_norm = true, o.final_norm = false, o.layer_norm_eps = 1e-6, o.attn_bias = false;
+  o.d_k = 3, o.d_v = 5, o.scale_logits = true;
+  return o;
+}
+
 const Indices kSrc(Shape{3, 6}, {3, 4, 5, 0, 0, 0, 8, 7, 6, 5, 4, 3, 2, 0, 0, 0, 0, 0});
 const std::vector<int64_t> kSrcLengths = {3, 6, 1};
 
@@ -98,12 +107,13 @@ BOOST_AUTO_TEST_CASE(the_decoder_layer_with_caches_equals_its_full_forward) {
 }
 
 // Seq2Seq::decode with a cache, target chunks of 1, 2 and 2 positions: the logits equal the
-// rows of decode over every position so far, through the same decoder forward.
+// rows of decode over every position so far, through the same decoder forward. Post-norm,
+// pre-norm and the seed's switches (keys and values of different sizes in the caches).
 BOOST_AUTO_TEST_CASE(decode_with_a_cache_equals_decode_over_every_position) {
-  for (const bool norm_first : {false, true}) {
-    BOOST_TEST_CONTEXT("norm_first=" << norm_first) {
+  for (const Seq2SeqOptions& options : {decode_model(false), decode_model(true), seed_decode_model()}) {
+    BOOST_TEST_CONTEXT("norm_first=" << options.norm_first << " d_k=" << options.d_k) {
       manual_seed(107);
-      Seq2Seq model(decode_model(norm_first));
+      Seq2Seq model(options);
       model.to(DType::f64);
       model.eval();
       NoGradGuard no_grad;

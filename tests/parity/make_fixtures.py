@@ -35,7 +35,8 @@ from torch_reference import (  # noqa: E402
     decoder_layer_named, save_safetensors)
 from torch_gpt import GPT as TorchGPT, attograd_named, check_gpt_against_torch  # noqa: E402
 from torch_seq2seq import (  # noqa: E402
-    Seq2Seq as TorchSeq2Seq, SeedsDecoderLayer, attograd_named as seq2seq_named, check_seeds_decoder_against_torch)
+    Seq2Seq as TorchSeq2Seq, SeedsDecoderLayer, SeedsSeq2Seq, attograd_named as seq2seq_named,
+    check_seeds_decoder_against_torch)
 
 torch.set_num_threads(1)
 
@@ -503,6 +504,40 @@ def seq2seq_cases():
         yield case
 
 
+def seq2seq_seeds_cases():
+    """The seeds' whole model (SeedsSeq2Seq, composed by hand) against attograd's Seq2Seq with the
+    seed's options: input norms and no final norms, LayerNorm eps 1e-6, attention without bias and
+    with d_k = 3, d_v = 5 per head, one unscaled table for both sides, sinusoidal positions (the
+    table stored as param.pos.pe) and a tied head scaled by d_model^-1/2. Lengths as in
+    seq2seq_cases; f64 in eval mode with dropout set, f32 in train mode with dropout 0 (the twin's
+    layers have no dropout of their own)."""
+    for name, dtype, mode, dropout in (("seq2seq_seeds_f64", torch.float64, "eval", 0.1),
+                                       ("seq2seq_seeds_f32", torch.float32, "train", 0.0)):
+        cfg = {"src_vocab": 9, "tgt_vocab": 9, "max_len": 8, "d_model": 8, "n_head": 2, "d_ff": 12,
+               "n_encoder_layers": 1, "n_decoder_layers": 1, "dropout": dropout, "norm_first": False,
+               "positional": "sinusoidal", "share_embeddings": True, "tie_head": True, "scale_embeddings": False,
+               "input_norm": True, "final_norm": False, "layer_norm_eps": 1e-6, "attn_bias": False, "d_k": 3,
+               "d_v": 5, "scale_logits": True}
+        case = Case(name, "Seq2Seq", cfg, dtype, mode,
+                    twin="the seeds' model composed by hand (tests/parity/torch_seq2seq.py SeedsSeq2Seq)")
+        model = case.randomize(SeedsSeq2Seq(9, 8, 8, 2, 12, 1, 1, d_k=3, d_v=5, dropout=dropout))
+        model.train(mode == "train")
+        B, S, T = 3, 6, 5
+        src_lengths, tgt_lengths = [1, 6, 3], [5, 1, 3]
+        src = torch.randint(0, 9, (B, S), generator=case.gen)
+        tgt = torch.randint(0, 9, (B, T), generator=case.gen)
+        case.params(model)
+        case.add("param.pos.pe", model.pos.pe)
+        case.add("input.src", src)
+        case.add("input.tgt", tgt)
+        case.add("input.src_lengths", torch.tensor(src_lengths, dtype=torch.int64))
+        case.add("input.tgt_lengths", torch.tensor(tgt_lengths, dtype=torch.int64))
+        logits = model(src, src_lengths, tgt, tgt_lengths)
+        case.backward(logits, model, [])
+        case.expect_grads(model, [])
+        yield case
+
+
 def float64_reference_cases():
     """d_model 512 in float32 with unit upstream gradients, each carrying its float64 reference
     (docs/parity.md, "float32 against a float64 reference"). The Linear's inputs have scale 20
@@ -716,7 +751,8 @@ def seq2seq_training_cases():
 
 CASES = [linear_cases, layer_norm_cases, softmax_cases, embedding_cases, feed_forward_cases, sdpa_cases,
          attention_cases, block_cases, encoder_cases, decoder_layer_cases, seeds_decoder_cases, seq2seq_cases,
-         model_cases, training_cases, gpt_cases, gpt_training_cases, seq2seq_training_cases, float64_reference_cases]
+         seq2seq_seeds_cases, model_cases, training_cases, gpt_cases, gpt_training_cases, seq2seq_training_cases,
+         float64_reference_cases]
 
 
 def main():

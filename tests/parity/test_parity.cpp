@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "attograd/train/io/json_text.h"
@@ -215,6 +216,8 @@ BOOST_AUTO_TEST_CASE(one_element_off_fails_its_row) {
       {"seq2seq_post_norm_f64", "expect.output"},
       {"seq2seq_post_norm_f64", "expect.grad.param.encoder.blocks.1.attn.w_q.weight"},
       {"seq2seq_post_norm_shared_tied_f32", "expect.grad.param.embed.weight"},
+      {"seq2seq_seeds_f64", "expect.grad.param.src_norm.weight"},
+      {"seq2seq_seeds_f32", "expect.output"},
   };
   for (const auto& [name, tensor] : cases) {
     BOOST_TEST_CONTEXT(name << " " << tensor) {
@@ -232,6 +235,33 @@ BOOST_AUTO_TEST_CASE(one_element_off_fails_its_row) {
       const FixtureResult near = run_fixture(Fixture(perturbed(file, tensor, 1, 0.1 * one_tolerance), name));
       BOOST_TEST(near.passed(), "\n" << table_of(near));
     }
+  }
+}
+
+// The seeds' model fixture holds what each of its switches does: with one that changes values
+// (eps, the logit factor, the embedding factor) back at its default the outputs fail, and with
+// one that changes the parameters (input norms, final norms, biases, head sizes) the fixture no
+// longer loads, naming the tensors.
+BOOST_AUTO_TEST_CASE(the_seeds_model_fails_with_any_of_its_switches_undone) {
+  const SafetensorsFile file = load_safetensors(fixture_path("seq2seq_seeds_f64"));
+  BOOST_TEST(run_fixture(Fixture(file, "seeds")).passed());
+  const Json config = parse_json(file.metadata.at("config"));
+  const auto changed = [&](const char* key, const Json& value) {
+    Json c = config;
+    c[key] = value;
+    return with_metadata(file, "config", c.dump());
+  };
+  for (const auto& [key, value] : std::vector<std::pair<const char*, Json>>{
+           {"layer_norm_eps", 1e-5}, {"scale_logits", false}, {"scale_embeddings", true}}) {
+    const FixtureResult r = run_fixture(Fixture(changed(key, value), "seeds"));
+    BOOST_TEST(!r.passed(), key);
+    BOOST_TEST(!row(r, "output").passed, key);
+  }
+  const std::vector<std::tuple<const char*, Json, const char*>> structural = {
+      {"input_norm", false, "src_norm.weight"}, {"final_norm", true, "encoder.norm.weight"},
+      {"attn_bias", true, "attn.w_q.bias"}, {"d_k", 0, "w_q.weight"}};
+  for (const auto& [key, value, tensor] : structural) {
+    AG_CHECK_THROWS_WITH(run_fixture(Fixture(changed(key, value), "seeds")), FixtureError, "fixture 'seeds'", tensor);
   }
 }
 

@@ -8,13 +8,17 @@ SeedsDecoderLayer: a hand-written decoder layer in the style of the implementati
 attention came from (separate d_k and d_v per head, projections with or without bias), its
 children named as attograd's TransformerDecoderLayer, so its state_dict maps 1:1; checked here
 against nn.TransformerDecoderLayer where the two can agree.
+
+SeedsSeq2Seq: the seeds' whole model composed by hand from torch_reference.TransformerBlock and
+SeedsDecoderLayer (each checked against PyTorch's built-in layer), named as attograd's Seq2Seq
+with the seed's options, so its state_dict (the positional table included) maps 1:1.
 """
 import math
 
 import torch
 from torch import nn
 
-from torch_reference import MultiHeadAttention, PositionwiseFeedForward, close, decoder_layer_named
+from torch_reference import MultiHeadAttention, PositionwiseFeedForward, TransformerBlock, close, decoder_layer_named
 
 
 def padding(lengths, T):
@@ -128,3 +132,61 @@ def check_seeds_decoder_against_torch(dtype):
     tgt_keep = (~causal).reshape(1, 1, T, T) & ~padding(tgt_lengths, T).reshape(B, 1, 1, T)
     memory_keep = ~padding(memory_lengths, S).reshape(B, 1, 1, S)
     close(mine(x, memory, tgt_keep, memory_keep), expected, "SeedsDecoderLayer against nn.TransformerDecoderLayer")
+
+
+def sinusoid_table(max_len, d_model):
+    """attograd's SinusoidalPositionalEncoding and the seeds' table: row t holds sin(t w_i) in
+    column 2i and cos(t w_i) in column 2i+1, w_i = 10000^(-2i / d_model)."""
+    angle = torch.arange(max_len, dtype=torch.float64).reshape(-1, 1) * torch.pow(
+        torch.tensor(10000.0, dtype=torch.float64), -torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, :d_model // 2])
+    return table
+
+
+class SinusoidalTable(nn.Module):
+    def __init__(self, max_len, d_model):
+        super().__init__()
+        self.register_buffer("pe", sinusoid_table(max_len, d_model))
+
+
+class SeedsSeq2Seq(nn.Module):
+    """The original Transformer as the seeds build it: one token table for both sides, looked up
+    unscaled; sinusoidal positions; dropout, then a LayerNorm on each stack's input; post-norm
+    layers whose attention projections have no bias and heads of d_k / d_v; no norm after the
+    stacks; the head tied to the table, its logits times d_model^-1/2; eps in every LayerNorm.
+    Attention masks are boolean keep-masks (True = seen), as the reference layers take them."""
+
+    def __init__(self, vocab, max_len, d_model, n_head, d_ff, n_encoder_layers, n_decoder_layers, d_k, d_v, dropout,
+                 layer_norm_eps=1e-6):
+        super().__init__()
+        self.d_model = d_model
+        self.embed = nn.Embedding(vocab, d_model)
+        self.pos = SinusoidalTable(max_len, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.src_norm = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.tgt_norm = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        self.encoder, self.decoder = nn.Module(), nn.Module()
+        self.encoder.blocks = nn.ModuleList(
+            TransformerBlock(d_model, n_head, d_ff, layer_norm_eps=layer_norm_eps, d_k=d_k, d_v=d_v, attn_bias=False)
+            for _ in range(n_encoder_layers))
+        self.decoder.layers = nn.ModuleList(
+            SeedsDecoderLayer(d_model, n_head, d_ff, d_k=d_k, d_v=d_v, attn_bias=False, layer_norm_eps=layer_norm_eps)
+            for _ in range(n_decoder_layers))
+
+    def embedded(self, ids, norm):
+        return norm(self.dropout(self.embed(ids) + self.pos.pe[:ids.shape[1]]))
+
+    def forward(self, src, src_lengths, tgt, tgt_lengths):
+        S, T = src.shape[1], tgt.shape[1]
+        src_keep = ~padding(src_lengths, S).reshape(-1, 1, 1, S)
+        tgt_keep = torch.ones(T, T, dtype=torch.bool).tril().reshape(1, 1, T, T) & \
+            ~padding(tgt_lengths, T).reshape(-1, 1, 1, T)
+        memory = self.embedded(src, self.src_norm)
+        for block in self.encoder.blocks:
+            memory = block(memory, src_keep)
+        h = self.embedded(tgt, self.tgt_norm)
+        for layer in self.decoder.layers:
+            h = layer(h, memory, tgt_keep, src_keep)
+        return (h @ self.embed.weight.t()) * self.d_model ** -0.5

@@ -48,7 +48,8 @@ BOOST_AUTO_TEST_CASE(the_stored_text_of_every_options_struct_is_pinned) {
   BOOST_TEST(seq2seq_options_to_json(s2s) ==
              R"({"src_vocab":13,"tgt_vocab":13,"max_len":10,"d_model":32,"n_head":4,"d_ff":64,"n_encoder_layers":2,)"
              R"("n_decoder_layers":1,"dropout":0.1,"norm_first":false,"activation":"relu","positional":"sinusoidal",)"
-             R"("share_embeddings":false,"tie_head":false,"scale_embeddings":true})");
+             R"("share_embeddings":false,"tie_head":false,"scale_embeddings":true,"input_norm":false,"final_norm":true,)"
+             R"("layer_norm_eps":1e-05,"attn_bias":true,"d_k":0,"d_v":0,"scale_logits":false})");
   BOOST_TEST(seq2seq_options_from_json(seq2seq_options_to_json(s2s)).tgt_vocab == 13);
   const SequenceTaskOptions task{.kind = SequenceTaskKind::shift, .vocab_size = 8, .seq_len = 6, .batch_size = 4,
                                  .shift = 2, .seed = 18446744073709551615ull, .eval_seed = 7};
@@ -142,6 +143,47 @@ BOOST_AUTO_TEST_CASE(a_trainer_entry_from_before_the_betas_reads_with_the_old_de
   bad.insert(bad.size() - 1, R"(,"beta2":1)");
   AG_CHECK_THROWS_WITH(trainer_options_from_json(bad), std::invalid_argument, "trainer_options_from_json: ",
                        "beta2 must lie in [0, 1), got 1");
+}
+
+// Checkpoints written before the original Transformer's switches existed hold none of them: they
+// read as the defaults, which build the model those checkpoints were trained with. The switches
+// set as the seed's model sets them survive the round trip, and a bad value is still refused.
+BOOST_AUTO_TEST_CASE(seq2seq_checkpoints_from_before_the_seed_switches_read_with_the_defaults) {
+  const std::string before =
+      R"({"src_vocab":13,"tgt_vocab":13,"max_len":10,"d_model":32,"n_head":4,"d_ff":64,"n_encoder_layers":2,)"
+      R"("n_decoder_layers":1,"dropout":0.1,"norm_first":false,"activation":"relu","positional":"sinusoidal",)"
+      R"("share_embeddings":false,"tie_head":false,"scale_embeddings":true})";
+  const Seq2SeqOptions old = seq2seq_options_from_json(before);
+  const Seq2SeqOptions defaults;
+  BOOST_TEST(old.input_norm == defaults.input_norm);
+  BOOST_TEST(old.final_norm == defaults.final_norm);
+  BOOST_TEST(old.layer_norm_eps == defaults.layer_norm_eps);
+  BOOST_TEST(old.attn_bias == defaults.attn_bias);
+  BOOST_TEST(old.d_k == defaults.d_k);
+  BOOST_TEST(old.d_v == defaults.d_v);
+  BOOST_TEST(old.scale_logits == defaults.scale_logits);
+  BOOST_TEST(old.d_model == 32);
+
+  Seq2SeqOptions seed = old;
+  seed.input_norm = true, seed.final_norm = false, seed.layer_norm_eps = 1e-6, seed.attn_bias = false;
+  seed.d_k = 16, seed.d_v = 8, seed.scale_logits = true;
+  const Seq2SeqOptions back = seq2seq_options_from_json(seq2seq_options_to_json(seed));
+  BOOST_TEST(back.input_norm);
+  BOOST_TEST(!back.final_norm);
+  BOOST_TEST(back.layer_norm_eps == 1e-6);
+  BOOST_TEST(!back.attn_bias);
+  BOOST_TEST(back.d_k == 16);
+  BOOST_TEST(back.d_v == 8);
+  BOOST_TEST(back.scale_logits);
+  BOOST_TEST(seq2seq_options_to_json(back) == seq2seq_options_to_json(seed));
+
+  std::string bad = seq2seq_options_to_json(seed);
+  bad.replace(bad.find("\"layer_norm_eps\":1e-06"), 22, "\"layer_norm_eps\":0");
+  AG_CHECK_THROWS_WITH(seq2seq_options_from_json(bad), std::invalid_argument, "seq2seq_options_from_json: ",
+                       "layer_norm_eps must lie in (0, 1], got 0");
+  std::string text_dk = seq2seq_options_to_json(seed);
+  text_dk.replace(text_dk.find("\"d_k\":16"), 8, "\"d_k\":\"16\"");
+  AG_CHECK_THROWS_WITH(seq2seq_options_from_json(text_dk), std::invalid_argument, "\"d_k\" must be an integer");
 }
 
 // Every value of every enum a checkpoint or a flag names reads back from its name; a name that

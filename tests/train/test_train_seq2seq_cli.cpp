@@ -83,6 +83,34 @@ BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
   BOOST_TEST(a.quiet);
 }
 
+// The seed's model from the command line: every switch reaches its option, and without them
+// the model keeps nn.Transformer's defaults.
+BOOST_AUTO_TEST_CASE(the_seed_model_flags_reach_their_options) {
+  const TrainSeq2SeqArgs a =
+      parse({"--input-norm", "--no-final-norm", "--layer-norm-eps", "1e-6", "--no-attn-bias", "--d-k", "12", "--d-v",
+             "20", "--no-scale-embeddings", "--scale-logits", "--share-embeddings", "--tie-head"});
+  BOOST_TEST(a.model.input_norm);
+  BOOST_TEST(!a.model.final_norm);
+  BOOST_TEST(a.model.layer_norm_eps == 1e-6);
+  BOOST_TEST(!a.model.attn_bias);
+  BOOST_TEST(a.model.d_k == 12);
+  BOOST_TEST(a.model.d_v == 20);
+  BOOST_TEST(!a.model.scale_embeddings);
+  BOOST_TEST(a.model.scale_logits);
+  const Seq2SeqOptions defaults;
+  const TrainSeq2SeqArgs plain = parse({});
+  BOOST_TEST(plain.model.input_norm == defaults.input_norm);
+  BOOST_TEST(plain.model.final_norm == defaults.final_norm);
+  BOOST_TEST(plain.model.layer_norm_eps == defaults.layer_norm_eps);
+  BOOST_TEST(plain.model.attn_bias == defaults.attn_bias);
+  BOOST_TEST(plain.model.d_k == defaults.d_k);
+  BOOST_TEST(plain.model.d_v == defaults.d_v);
+  BOOST_TEST(plain.model.scale_embeddings == defaults.scale_embeddings);
+  BOOST_TEST(plain.model.scale_logits == defaults.scale_logits);
+  AG_CHECK_THROWS_WITH(parse({"--layer-norm-eps", "0"}), UsageError, "layer_norm_eps", "got 0");
+  AG_CHECK_THROWS_WITH(parse({"--d-k", "-2"}), UsageError, "--d-k", "-2");
+}
+
 BOOST_AUTO_TEST_CASE(bad_values_name_the_flag_and_the_value) {
   AG_CHECK_THROWS_WITH(parse({"--task", "copy"}), UsageError, "--task", "copy");
   AG_CHECK_THROWS_WITH(parse({"--beam", "0"}), UsageError, "--beam", "0");
@@ -105,9 +133,11 @@ BOOST_AUTO_TEST_CASE(resume_refuses_the_flags_the_checkpoint_decides) {
   BOOST_TEST(a.resume_path == "runs/dedup/ckpt.safetensors");
   BOOST_TEST(a.trainer.eval_every == 10);
   BOOST_TEST(a.beam == 4);
-  for (const char* flag : {"--task", "--d-model", "--lr", "--seed", "--max-len", "--tie-head"}) {
+  for (const char* flag : {"--task", "--d-model", "--lr", "--seed", "--max-len", "--tie-head", "--d-k",
+                           "--no-final-norm"}) {
     std::vector<std::string> args = {"--resume", "c.st", flag};
-    if (flag != std::string("--tie-head")) args.push_back(flag == std::string("--task") ? "dedup" : "2");
+    const bool switch_flag = flag == std::string("--tie-head") || flag == std::string("--no-final-norm");
+    if (!switch_flag) args.push_back(flag == std::string("--task") ? "dedup" : "2");
     AG_CHECK_THROWS_WITH(parse_training_args<TrainSeq2SeqArgs>(args), UsageError, flag, "--resume");
   }
 }
@@ -117,6 +147,8 @@ BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
   const TrainSeq2SeqArgs a = parse_training_args<TrainSeq2SeqArgs>({"--task", "addition", "--max-len", "4", "--d-model", "32",
                                                        "--lr", "0.0012345678901234567", "--seed",
                                                        "18446744073709551615", "--steps", "123", "--tie-head",
+                                                       "--input-norm", "--no-final-norm", "--layer-norm-eps",
+                                                       "1e-6", "--d-v", "12", "--scale-logits",
                                                        "--write-config", dir.file("s2s.toml")});
   BOOST_TEST(a.config_text.rfind("# attograd configuration (run it with train_seq2seq --config FILE)", 0) == 0);
   std::ofstream(dir.file("s2s.toml")) << a.config_text;

@@ -27,6 +27,11 @@ constexpr auto kSeq2SeqFields = [](auto& o, auto&& field) {
   field("positional", o.positional, positional_kind_name, parse_positional_kind);
   field("share_embeddings", o.share_embeddings), field("tie_head", o.tie_head);
   field("scale_embeddings", o.scale_embeddings);
+  // Added with the original Transformer's options: checkpoints written before read the defaults.
+  field("input_norm", o.input_norm, kKeepIfAbsent), field("final_norm", o.final_norm, kKeepIfAbsent);
+  field("layer_norm_eps", o.layer_norm_eps, kKeepIfAbsent), field("attn_bias", o.attn_bias, kKeepIfAbsent);
+  field("d_k", o.d_k, kKeepIfAbsent), field("d_v", o.d_v, kKeepIfAbsent);
+  field("scale_logits", o.scale_logits, kKeepIfAbsent);
 };
 
 constexpr auto kSequenceTaskFields = [](auto& o, auto&& field) {
