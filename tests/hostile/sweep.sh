@@ -611,7 +611,7 @@ run ok "" "fresh run stopped early by --target-acc 0.01 --save mid.ck" "${C[@]}"
 run ok "" "--resume mid.ck (no --save) --target-acc 1: trains on" --resume "$O/mid.ck" --target-acc 1 \
   --eval-sequences 16 --log "$O/mid/m.jsonl" --quiet
 resumed_to=$(sed -n 's/.* after \([0-9]*\) steps (.*/\1/p' "$case_dir/out")
-said=$(sed -n '2p' "$case_dir/out")
+said=$(sed -n '2,3p' "$case_dir/out" | grep '^save ')  # after 'resumed ...' and the run's directory
 new_case
 t0=$(now_ns)
 (cd "$case_dir" && exec timeout 20 "$BIN" --resume "$O/mid.ck" --eval-sequences 16 --log "$O/mid/m.jsonl" --quiet \
