@@ -15,6 +15,7 @@
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/json_text.h"
+#include "attograd/train/io/safetensors_checksums.h"
 
 namespace ag {
 
@@ -26,13 +27,10 @@ namespace {
 // Hugging Face's reader refuses larger headers; so do we, so that a corrupt length cannot make
 // us allocate gigabytes.
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;
-constexpr const char* kMetadataKey = "__metadata__";
 // A tensor with elements takes at least one F32's bytes of the data section; an empty one takes
 // none, and a file may hold this many of them besides.
 constexpr uint64_t kSmallestElementBytes = 4;
 constexpr uint64_t kMaxEmptyTensors = 4096;
-// The __metadata__ key under which the writer stores every tensor's CRC-32C.
-constexpr const char* kChecksumKey = "crc32c";
 
 size_t element_size(SafetensorsDType dtype) {
   switch (dtype) {
@@ -41,10 +39,6 @@ size_t element_size(SafetensorsDType dtype) {
     case SafetensorsDType::I64: return 8;
   }
   return 0;
-}
-
-[[noreturn]] void corrupt(const std::string& path, const std::string& what) {
-  throw std::runtime_error("safetensors '" + path + "': " + what);
 }
 
 void check_new_name(const SafetensorsFile& file, const std::string& name) {
@@ -74,37 +68,37 @@ HeaderEntry parse_entry(const std::string& path, const std::string& name, const 
   HeaderEntry entry;
   entry.name = name;
   const std::string where = "tensor '" + name + "': ";
-  if (!info.is_object()) corrupt(path, where + "header entry is " + json_type_name(info) + ", not an object");
+  if (!info.is_object()) safetensors_corrupt(path, where + "header entry is " + json_type_name(info) + ", not an object");
   const auto dtype_it = info.find("dtype");
   const auto shape_it = info.find("shape");
   const auto offsets_it = info.find("data_offsets");
   if (dtype_it == info.end() || shape_it == info.end() || offsets_it == info.end()) {
-    corrupt(path, where + "header entry needs dtype, shape and data_offsets, got " + info.dump());
+    safetensors_corrupt(path, where + "header entry needs dtype, shape and data_offsets, got " + info.dump());
   }
   const Json* dtype = &*dtype_it;
   const Json* shape = &*shape_it;
   const Json* offsets = &*offsets_it;
-  if (!dtype->is_string()) corrupt(path, where + "dtype is " + json_type_name(*dtype) + ", not a string");
+  if (!dtype->is_string()) safetensors_corrupt(path, where + "dtype is " + json_type_name(*dtype) + ", not a string");
   const std::string& d = dtype->get_ref<const std::string&>();
   if (d == "F32") entry.dtype = SafetensorsDType::F32;
   else if (d == "F64") entry.dtype = SafetensorsDType::F64;
   else if (d == "I64") entry.dtype = SafetensorsDType::I64;
-  else corrupt(path, where + "unsupported dtype '" + d + "' (attograd reads F32, F64 and I64)");
+  else safetensors_corrupt(path, where + "unsupported dtype '" + d + "' (attograd reads F32, F64 and I64)");
 
-  if (!shape->is_array()) corrupt(path, where + "shape " + shape->dump() + " is not an array");
+  if (!shape->is_array()) safetensors_corrupt(path, where + "shape " + shape->dump() + " is not an array");
   uint64_t numel = 1;
   for (const Json& dim : *shape) {
     if (!is_size(dim) || dim.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      corrupt(path, where + "shape " + shape->dump() + " is not a list of sizes >= 0");
+      safetensors_corrupt(path, where + "shape " + shape->dump() + " is not a list of sizes >= 0");
     }
     const uint64_t n = dim.get<uint64_t>();
-    if (n != 0 && numel > std::numeric_limits<uint64_t>::max() / n) corrupt(path, where + "shape " + shape->dump() + " is too large");
+    if (n != 0 && numel > std::numeric_limits<uint64_t>::max() / n) safetensors_corrupt(path, where + "shape " + shape->dump() + " is too large");
     numel *= n;
     entry.dims.push_back(static_cast<int64_t>(n));
   }
   if (!offsets->is_array() || offsets->size() != 2 || !is_size((*offsets)[0]) || !is_size((*offsets)[1]) ||
       (*offsets)[1].get<uint64_t>() < (*offsets)[0].get<uint64_t>()) {
-    corrupt(path, where + "data_offsets " + offsets->dump() + " is not a pair [begin, end] with 0 <= begin <= end");
+    safetensors_corrupt(path, where + "data_offsets " + offsets->dump() + " is not a pair [begin, end] with 0 <= begin <= end");
   }
   entry.begin = (*offsets)[0].get<uint64_t>();
   entry.end = (*offsets)[1].get<uint64_t>();
@@ -113,92 +107,11 @@ HeaderEntry parse_entry(const std::string& path, const std::string& name, const 
     const std::string needed = numel > std::numeric_limits<uint64_t>::max() / size
                                    ? "more than 2^64"
                                    : std::to_string(numel * size);
-    corrupt(path, where + "shape " + Shape(entry.dims).str() + " of " + d + " needs " + needed + " bytes but data_offsets [" +
+    safetensors_corrupt(path, where + "shape " + Shape(entry.dims).str() + " of " + d + " needs " + needed + " bytes but data_offsets [" +
                       std::to_string(entry.begin) + ", " + std::to_string(entry.end) + "] hold " +
                       std::to_string(entry.end - entry.begin));
   }
   return entry;
-}
-
-std::string hex32(uint32_t v) {
-  char text[9];
-  std::snprintf(text, sizeof text, "%08x", v);
-  return text;
-}
-
-// The checksums entry of __metadata__ (kChecksumKey), a JSON object:
-//   "<tensor name>": "<8 hex digits>"        the CRC-32C of the tensor's bytes, for every tensor
-//   "__metadata__": {"<key>": "<8 hex>"}     the CRC-32C of the value of every other metadata key
-// "__metadata__" is a name no tensor can have. Files written before the metadata was checksummed
-// have no "__metadata__" member: their tensors are verified and their metadata is read as it
-// is (a bit flipped in it cannot remove the member: it would rename it, which is refused).
-struct Checksums {
-  std::map<std::string, uint32_t> tensors;
-  std::optional<std::map<std::string, uint32_t>> metadata;
-};
-
-// The metadata checksums the writer stores: every key but kChecksumKey, in key order.
-OrderedJson metadata_checksums(const std::map<std::string, std::string>& metadata) {
-  OrderedJson sums = OrderedJson::object();
-  for (const auto& [key, value] : metadata) sums[key] = hex32(crc32c(value.data(), value.size()));
-  return sums;
-}
-
-Checksums parse_checksums(const std::string& path, const std::string& text) {
-  const auto bad = [&](const std::string& what) {
-    corrupt(path, std::string("__metadata__ '") + kChecksumKey + "' " + what);
-  };
-  // name -> 8 hex digits, for `what` ("tensor", "metadata key").
-  const auto sums_of = [&](const Json& j, const char* what) {
-    std::map<std::string, uint32_t> sums;
-    for (const auto& [name, v] : j.items()) {
-      const std::string digits = v.is_string() ? v.get<std::string>() : "";
-      uint32_t value = 0;
-      const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value, 16);
-      if (digits.size() != 8 || ec != std::errc() || ptr != digits.data() + digits.size()) {
-        bad("gives " + std::string(what) + " '" + name + "' the checksum " + v.dump() + ", not 8 hex digits");
-      }
-      sums.emplace_hint(sums.end(), name, value);
-    }
-    return sums;
-  };
-  Json j;
-  try {
-    j = parse_json(text);
-  } catch (const JsonError& e) {
-    bad(std::string("is not JSON: ") + e.what());
-  }
-  if (!j.is_object()) bad("is not a JSON object");
-  Checksums sums;
-  if (const auto meta = j.find(kMetadataKey); meta != j.end()) {
-    if (!meta->is_object()) bad(std::string("has ") + json_type_name(*meta) + " under '" + kMetadataKey + "', not an object");
-    sums.metadata = sums_of(*meta, "metadata key");
-    j.erase(meta);
-  }
-  sums.tensors = sums_of(j, "tensor");
-  return sums;
-}
-
-// Every metadata value against its stored checksum; every key has one and every checksum a key.
-void verify_metadata(const std::string& path, const std::map<std::string, std::string>& metadata,
-                     std::map<std::string, uint32_t> sums) {
-  for (const auto& [key, value] : metadata) {
-    const auto it = sums.find(key);
-    if (it == sums.end()) {
-      corrupt(path, "__metadata__ '" + key + "' has no checksum in __metadata__ '" + kChecksumKey +
-                        "' (a key was added or renamed after the file was written)");
-    }
-    const uint32_t actual = crc32c(value.data(), value.size());
-    if (actual != it->second) {
-      corrupt(path, "__metadata__ '" + key + "' fails its CRC-32C check (stored " + hex32(it->second) + ", computed " +
-                        hex32(actual) + "): its value was changed after the file was written");
-    }
-    sums.erase(it);
-  }
-  if (!sums.empty()) {
-    corrupt(path, "__metadata__ '" + std::string(kChecksumKey) + "' has a checksum for the metadata key '" +
-                      sums.begin()->first + "', which __metadata__ does not have");
-  }
 }
 
 }  // namespace
@@ -309,19 +222,19 @@ SafetensorsFile load_safetensors(const std::string& path) {
 
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
   const uint64_t file_size = bytes.size();
-  if (file_size == 0) corrupt(path, "the file is empty (0 bytes)");
+  if (file_size == 0) safetensors_corrupt(path, "the file is empty (0 bytes)");
   if (file_size < 8) {
-    corrupt(path, "truncated header: the file has " + std::to_string(file_size) +
+    safetensors_corrupt(path, "truncated header: the file has " + std::to_string(file_size) +
                       " bytes, fewer than the 8-byte header length");
   }
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data(), 8);
   if (header_len > file_size - 8) {
-    corrupt(path, "truncated header: the header length " + std::to_string(header_len) +
+    safetensors_corrupt(path, "truncated header: the header length " + std::to_string(header_len) +
                       " is larger than the rest of the file (" + std::to_string(file_size - 8) + " bytes)");
   }
   if (header_len > kMaxHeaderBytes) {
-    corrupt(path, "header length " + std::to_string(header_len) + " exceeds the " +
+    safetensors_corrupt(path, "header length " + std::to_string(header_len) + " exceeds the " +
                       std::to_string(kMaxHeaderBytes) + "-byte limit");
   }
   const std::string_view header_text(bytes.data() + 8, static_cast<size_t>(header_len));
@@ -333,16 +246,16 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
     const uint64_t listed = count_object_keys(header_text, kMetadataKey);
     const uint64_t holdable = data_size / kSmallestElementBytes + kMaxEmptyTensors;
     if (listed > holdable) {
-      corrupt(path, "the header lists " + std::to_string(listed) + " tensors, more than the " +
+      safetensors_corrupt(path, "the header lists " + std::to_string(listed) + " tensors, more than the " +
                         std::to_string(data_size) + "-byte data section can hold (at most " + std::to_string(holdable) +
                         ": one per " + std::to_string(kSmallestElementBytes) + " bytes, plus " +
                         std::to_string(kMaxEmptyTensors) + " empty ones)");
     }
     header = parse_json(header_text);
   } catch (const JsonError& e) {
-    corrupt(path, std::string("bad JSON in the header: ") + e.what());
+    safetensors_corrupt(path, std::string("bad JSON in the header: ") + e.what());
   }
-  if (!header.is_object()) corrupt(path, std::string("the header is ") + json_type_name(header) + ", not an object");
+  if (!header.is_object()) safetensors_corrupt(path, std::string("the header is ") + json_type_name(header) + ", not an object");
 
   // 1. The whole header, checked against itself and against the file's size: nothing is
   //    allocated for a tensor until every entry has been found to fit the bytes the file holds.
@@ -352,10 +265,10 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   bool has_checksums = false;
   for (const auto& [name, info] : header.items()) {
     if (name == kMetadataKey) {
-      if (!info.is_object()) corrupt(path, "__metadata__ is " + std::string(json_type_name(info)) + ", not an object");
+      if (!info.is_object()) safetensors_corrupt(path, "__metadata__ is " + std::string(json_type_name(info)) + ", not an object");
       // The parsed object is a sorted map, so every insertion goes at the end: linear in all.
       for (auto& [k, v] : header[kMetadataKey].items()) {
-        if (!v.is_string()) corrupt(path, "__metadata__ value for '" + k + "' is " + json_type_name(v) + ", not a string");
+        if (!v.is_string()) safetensors_corrupt(path, "__metadata__ value for '" + k + "' is " + json_type_name(v) + ", not a string");
         if (k == kChecksumKey) {
           checksum_text = v.get<std::string>();
           has_checksums = true;
@@ -376,22 +289,22 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   for (size_t i = 0; i < entries.size(); ++i) {
     const HeaderEntry& r = entries[i];
     if (r.begin < covered) {
-      corrupt(path, "tensor '" + r.name + "' at data_offsets [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
+      safetensors_corrupt(path, "tensor '" + r.name + "' at data_offsets [" + std::to_string(r.begin) + ", " + std::to_string(r.end) +
                         "] overlaps tensor '" + entries[i - 1].name + "' (which ends at " + std::to_string(covered) + ")");
     }
     if (r.begin > covered) {
-      corrupt(path, "bytes [" + std::to_string(covered) + ", " + std::to_string(r.begin) +
+      safetensors_corrupt(path, "bytes [" + std::to_string(covered) + ", " + std::to_string(r.begin) +
                         ") of the data section belong to no tensor (a hole before '" + r.name + "')");
     }
     if (r.end > data_size) {
-      corrupt(path, "data truncated: tensor '" + r.name + "' needs bytes [" + std::to_string(r.begin) + ", " +
+      safetensors_corrupt(path, "data truncated: tensor '" + r.name + "' needs bytes [" + std::to_string(r.begin) + ", " +
                         std::to_string(r.end) + ") of the data section but only " + std::to_string(data_size) +
                         " bytes follow the header");
     }
     covered = r.end;
   }
   if (covered != data_size) {
-    corrupt(path, std::to_string(data_size - covered) + " bytes after the last tensor belong to no tensor (data section of " +
+    safetensors_corrupt(path, std::to_string(data_size - covered) + " bytes after the last tensor belong to no tensor (data section of " +
                       std::to_string(data_size) + " bytes, tensors cover " + std::to_string(covered) + ")");
   }
 
@@ -404,16 +317,16 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
     std::map<std::string, uint32_t>& sums = checksums.tensors;
     for (const HeaderEntry& r : entries) {
       const auto it = sums.find(r.name);
-      if (it == sums.end()) corrupt(path, "tensor '" + r.name + "' has no checksum in __metadata__ '" + kChecksumKey + "'");
+      if (it == sums.end()) safetensors_corrupt(path, "tensor '" + r.name + "' has no checksum in __metadata__ '" + kChecksumKey + "'");
       const uint32_t actual = crc32c(data + r.begin, static_cast<size_t>(r.end - r.begin));
       if (actual != it->second) {
-        corrupt(path, "tensor '" + r.name + "' fails its CRC-32C check (stored " + hex32(it->second) + ", computed " +
+        safetensors_corrupt(path, "tensor '" + r.name + "' fails its CRC-32C check (stored " + hex32(it->second) + ", computed " +
                           hex32(actual) + "): its bytes were changed or moved after it was written");
       }
       sums.erase(it);
     }
     if (!sums.empty()) {
-      corrupt(path, "__metadata__ '" + std::string(kChecksumKey) + "' names tensor '" + sums.begin()->first +
+      safetensors_corrupt(path, "__metadata__ '" + std::string(kChecksumKey) + "' names tensor '" + sums.begin()->first +
                         "', which the header does not have");
     }
   }
