@@ -1,7 +1,7 @@
 // generate: continues a prompt with a GPT trained by train_gpt, streaming each token to stdout as
 // soon as it is drawn. The tokenizer comes from the checkpoint, so no data file is needed.
 //
-//   build/examples/generate --checkpoint runs/gpt/ckpt.safetensors --prompt "The " --tokens 400
+//   build/examples/generate --checkpoint runs/train_gpt/fortunes/latest/ckpt.safetensors --prompt "The " --tokens 400
 //       --temperature 0.8 --top-k 40 --seed 1         (one command line)
 //
 // Temperature 0 is greedy. The same checkpoint, prompt, options and seed print the same text,

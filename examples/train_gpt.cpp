@@ -3,11 +3,11 @@
 //
 //   build/examples/train_gpt                                  # the baby model, a few minutes
 //   build/examples/train_gpt --data my.txt --steps 2000 --save runs/my/ckpt.safetensors
-//   build/examples/train_gpt --resume runs/gpt/ckpt.safetensors
-//   build/examples/generate --checkpoint runs/gpt/ckpt.safetensors --prompt "The "
+//   build/examples/train_gpt --resume runs/train_gpt/fortunes/latest/ckpt.safetensors
+//   build/examples/generate --checkpoint runs/train_gpt/fortunes/latest/ckpt.safetensors --prompt "The "
 //
-// Its checkpoint, metrics log, plot and configuration go to runs/gpt/ unless --save / --log /
-// --plot say otherwise; a text too short for the context is a usage error (exit 2). What every
+// Its checkpoint, metrics log, plot and configuration go to runs/train_gpt/<text>/<n>/ unless
+// --save / --log / --plot say otherwise; a text too short for the context is a usage error (exit 2). What every
 // training program shares is in training_program.h.
 #include "attograd/train/data/text.h"
 #include "train_gpt_cli.h"

@@ -6,7 +6,7 @@
 //   build/examples/train_seq2seq --task dedup --save runs/dedup/ckpt.safetensors
 //   build/examples/train_seq2seq --resume runs/dedup/ckpt.safetensors
 //
-// Its metrics log, plot and configuration go to runs/<task>/ unless --log / --plot say
+// Its metrics log, plot and configuration go to runs/<program>/<task>/<n>/ unless --log / --plot say
 // otherwise. At the end it decodes the held-out sources (greedy, and with --beam N also beam
 // search), reports exact-match rates and decoding speed, and shows a few examples. What every
 // training program shares is in training_program.h.

@@ -5,7 +5,7 @@
 //   build/examples/train_sequence --task sort --steps 3000 --save runs/sort/ckpt.safetensors
 //   build/examples/train_sequence --resume runs/sort/ckpt.safetensors
 //
-// Its metrics log, plot and configuration go to runs/<task>/ unless --log / --plot say
+// Its metrics log, plot and configuration go to runs/<program>/<task>/<n>/ unless --log / --plot say
 // otherwise; what every training program shares is in training_program.h.
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/sequence_job.h"

@@ -413,7 +413,8 @@ Args parse_training_args(std::vector<std::string> argv) {
   if (!detail::parse_command_line(app, argv, a.config_path)) {
     a.usage = std::string("attograd ") + ATTOGRAD_VERSION + "\n";  // --version
     return a;
-  }  f.anchor_paths(a.config_path, argv);
+  }
+  f.anchor_paths(a.config_path, argv);
 
   const CommandLine line{app, argv, !a.resume_path.empty()};
   TrainerOptions& t = a.trainer;

@@ -39,7 +39,7 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_readme_run) {
   BOOST_TEST(a.usage.empty());  // neither --help nor --version: a run
   BOOST_TEST(!a.quiet);
   BOOST_TEST(a.save_path.empty());
-  BOOST_TEST(a.log_path.empty());  // main() fills in runs/<task>/...
+  BOOST_TEST(a.log_path.empty());  // the run fills in runs/train_sequence/<task>/<n>/...
 }
 
 BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
