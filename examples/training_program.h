@@ -536,8 +536,14 @@ class TrainingRun {
     out_.log_path = args_.log_path.empty() ? dir_ + "/metrics.jsonl" : args_.log_path;
     out_.plot_path = args_.plot_path.empty() ? dir_ + "/plot.svg" : args_.plot_path;
     out_.plot_title = plot_title + ", " + optimizer_kind_name(trainer.optimizer) + " lr " + format_number(trainer.lr);
-    // The configuration goes beside the metrics log, so that `--config` of it repeats the run.
-    const std::string config_copy = (std::filesystem::path(out_.log_path).parent_path() / "config.toml").string();
+    // The configuration goes beside the metrics log, so that `--config` of it repeats the run:
+    // config.toml in a run's directory, <name>.config.toml beside a log given as <name>.jsonl (so
+    // that two runs logging side by side in one folder keep a configuration each).
+    const std::filesystem::path log_path(out_.log_path);
+    const std::string config_copy =
+        (log_path.parent_path() /
+         (log_path.filename() == "metrics.jsonl" ? "config.toml" : log_path.stem().string() + ".config.toml"))
+            .string();
     if (comm_.is_root()) {
       locks_ = prepare_outputs({{"--save", out_.checkpoint_path, OutputKind::checkpoint},
                                 {"--log", out_.log_path, OutputKind::metrics_log},

@@ -530,8 +530,10 @@ o error "--save|notes.txt/ck" "--save notes.txt/ck (parent is a file)" -- --save
 long=$(printf 'n%.0s' {1..300})
 o error "$long.ck" "--save with a 300-character file name" -- --save "$O/$long.ck" "${F[@]}"
 o ok "" "--save sub/dir/new.ck (directories created)" -- --save "$O/sub/dir/new.ck" "${F[@]}"
-o ok "" "fresh run --log <an earlier run's metrics log> (replaced by design)" old.jsonl -- --log "$O/old.jsonl" "${F[@]}"
-o ok "" "fresh run --plot <an earlier run's plot> (replaced by design)" old.svg -- --plot "$O/old.svg" "${F[@]}"
+o error "--log|old.jsonl|earlier run|--overwrite" "fresh run --log <an earlier run's metrics log>" -- --log "$O/old.jsonl" "${F[@]}"
+o error "--plot|old.svg|earlier run|--overwrite" "fresh run --plot <an earlier run's plot>" -- --plot "$O/old.svg" "${F[@]}"
+o ok "" "fresh run --log <an earlier run's metrics log> --overwrite" old.jsonl -- --log "$O/old.jsonl" --overwrite "${F[@]}"
+o ok "" "fresh run --plot <an earlier run's plot> --overwrite" old.svg -- --plot "$O/old.svg" --overwrite "${F[@]}"
 o ok "" "--resume own.ck --save own.ck (continues its own checkpoint)" own.ck own.hard -- --resume "$O/own.ck" --save "$O/own.ck" "${RS[@]}"
 o ok "" "--resume own.ck --log <an earlier run's metrics log>" old.jsonl -- --resume "$O/own.ck" --log "$O/old.jsonl" "${RS[@]}"
 # Builds that write a copy of the run's configuration beside the metrics log must not take a

@@ -38,6 +38,20 @@ for bad in latest .. a/b; do
   [ "$status" -ne 0 ] && grep -q -- "--run-name" bad.out || fail "--run-name $bad: exit $status, $(cat bad.out)"
 done
 
+# Named explicitly, an earlier run's log and plot are no less its own: kept unless --overwrite.
+for flag in --log --plot; do
+  file=$d/first-try/metrics.jsonl
+  [ "$flag" = --plot ] && file=$d/first-try/plot.svg
+  before=$(sha256sum "$file")
+  status=0
+  "${seq[@]}" "$flag" "$file" --lr 2e-2 >explicit.out 2>&1 || status=$?
+  [ "$status" = 1 ] && grep -q -- "$flag '$file': already holds a .* of an earlier run" explicit.out ||
+    fail "$flag to an earlier run's file: exit $status, $(cat explicit.out)"
+  [ "$(sha256sum "$file")" = "$before" ] || fail "the refused run changed $file"
+  "${seq[@]}" "$flag" "$file" --lr 2e-2 --overwrite >explicit.out 2>&1 || fail "$flag --overwrite: $(cat explicit.out)"
+  [ "$(sha256sum "$file")" != "$before" ] || fail "$flag --overwrite did not replace $file"
+done
+
 # Resumed: the log goes on in the checkpoint's directory, no new one is made.
 "${seq[@]}" --run-name saved --save $d/saved/ckpt.safetensors >saved.out 2>&1 || fail "a saved run: $(cat saved.out)"
 n=$(ls $d | wc -l)

@@ -52,7 +52,7 @@ expect train_sequence 1 "--save|--config" mine.toml --config mine.toml --save mi
 expect train_sequence 1 "--write-config|--config" mine.toml --config mine.toml --write-config mine.toml --overwrite
 mkdir -p proj
 ln -s ../mine.toml proj/config.toml
-expect train_sequence 1 "configuration copy|--config" mine.toml --config proj/config.toml --log proj/m.jsonl --overwrite \
+expect train_sequence 1 "configuration copy|--config" mine.toml --config proj/config.toml --log proj/metrics.jsonl --overwrite \
   "${seq[@]}"
 
 # --resume against the outputs, and what still works: a resumed run saves over its checkpoint.
@@ -63,10 +63,18 @@ expect train_sequence 1 "--log|checkpoint being resumed" run.ck --resume run.ck 
 expect train_sequence 1 "--write-config|checkpoint being resumed" run.ck --resume run.ck --write-config run.ck --overwrite
 expect train_sequence 0 "" text.txt --resume run.ck --save run.ck --log run/m.jsonl --quiet
 cmp -s run.ck kept.ck || fail "a resume of a finished run changed its checkpoint"
-# A run repeated from its own configuration copy writes the copy again (README, "one change").
-expect train_sequence 0 "" text.txt "${seq[@]}" --log again/m.jsonl
-expect train_sequence 0 "" text.txt --config again/config.toml --steps 3
+# A run repeated from its own configuration copy writes the copy again (README, "one change");
+# when that configuration names its log, the earlier run's log is kept unless --overwrite.
+expect train_sequence 0 "" text.txt "${seq[@]}" --log again/metrics.jsonl
+expect train_sequence 1 "--log|metrics log of an earlier run|--overwrite" again/metrics.jsonl --config again/config.toml --steps 3
+expect train_sequence 0 "" text.txt --config again/config.toml --steps 3 --overwrite
 grep -q '^steps=3$' again/config.toml || fail "again/config.toml was not rewritten"
+# Beside a log of another name, the configuration copy takes the log's name: two runs logging
+# into one folder keep one each.
+expect train_sequence 0 "" text.txt "${seq[@]}" --log side/lr1.jsonl --lr 1e-3
+expect train_sequence 0 "" text.txt "${seq[@]}" --log side/lr2.jsonl --lr 2e-3
+grep -q '^lr=1e-3$' side/lr1.config.toml || fail "side/lr1.config.toml does not hold the first run's lr"
+grep -q '^lr=2e-3$' side/lr2.config.toml || fail "side/lr2.config.toml does not hold the second run's lr"
 
 # The temporary sweep of a save leaves a user's file named like a killed save's temporary.
 dead=$(sh -c 'echo $$')

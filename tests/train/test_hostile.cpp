@@ -541,16 +541,32 @@ BOOST_AUTO_TEST_CASE(a_fresh_run_does_not_replace_another_runs_files_without_ove
   AG_CHECK_THROWS_WITH(prepare_outputs({{"the configuration copy", dir.file("config.toml"), OutputKind::config}}, {}),
                        std::invalid_argument, "config.toml", "not a configuration");
   prepare_outputs({{"--save", ck, OutputKind::checkpoint}}, {.overwrite = true});
-  // A previous run's own log and plot are replaced as before.
+  // An earlier run's own log, plot and configuration, named explicitly: kept unless --overwrite,
+  // or a resumed run going on with its log and plot.
   spit(dir.file("m.jsonl"), "{\"step\":0}\n");
   spit(dir.file("p.svg"), std::string("<?xml version=\"1.0\"?>\n<svg>") + kPlotMarker + "</svg>");
-  prepare_outputs({{"--log", dir.file("m.jsonl"), OutputKind::metrics_log}, {"--plot", dir.file("p.svg"), OutputKind::plot}},
-                  {});
-  // A plot of a version from before the marker: plot.cpp's exact opening lines.
+  spit(dir.file("c.toml"), std::string(kConfigMarker) + "\nsteps=3\n");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--log", dir.file("m.jsonl"), OutputKind::metrics_log}}, {}),
+                       std::invalid_argument, "--log", "a metrics log of an earlier run", "--overwrite");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--plot", dir.file("p.svg"), OutputKind::plot}}, {}), std::invalid_argument,
+                       "--plot", "a plot of an earlier run");
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"the configuration copy", dir.file("c.toml"), OutputKind::config}}, {}),
+                       std::invalid_argument, "c.toml", "a configuration of an earlier run");
+  const std::vector<OutputFile> own = {{"--log", dir.file("m.jsonl"), OutputKind::metrics_log},
+                                       {"--plot", dir.file("p.svg"), OutputKind::plot},
+                                       {"the configuration copy", dir.file("c.toml"), OutputKind::config}};
+  prepare_outputs(own, {.resume = ck});
+  prepare_outputs(own, {.overwrite = true});
+  BOOST_CHECK_EQUAL(slurp(dir.file("m.jsonl")), "{\"step\":0}\n");  // checked, not yet written
+  // An empty file holds nothing to lose.
+  spit(dir.file("empty.jsonl"), "");
+  prepare_outputs({{"--log", dir.file("empty.jsonl"), OutputKind::metrics_log}}, {});
+  // A plot of a version from before the marker (plot.cpp's exact opening lines) is ours too.
   spit(dir.file("old.svg"),
        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"900\" "
        "height=\"700\" viewBox=\"0 0 900 700\" font-family=\"sans-serif\" font-size=\"12\">\n<title>reverse</title>");
-  prepare_outputs({{"--plot", dir.file("old.svg"), OutputKind::plot}}, {});
+  AG_CHECK_THROWS_WITH(prepare_outputs({{"--plot", dir.file("old.svg"), OutputKind::plot}}, {}), std::invalid_argument,
+                       "--plot", "a plot of an earlier run");
 }
 
 BOOST_AUTO_TEST_CASE(directories_and_unwritable_places_are_refused_before_training) {

@@ -117,17 +117,27 @@ void prepare_place(const OutputFile& out) {
   if (st && !S_ISREG(st->st_mode)) refuse(out, "exists and is not a regular file");
 }
 
-// An existing file at `out`: replaced only when this output carries it on, when it is what this
-// output writes anyway, or with --overwrite.
-void check_existing(const OutputFile& out, const std::vector<InputFile>& inputs, bool overwrite) {
-  if (!stat_of(out.path)) return;  // a new file
+// An existing file at `out`: replaced only when this output carries it on (the resumed checkpoint,
+// a configuration read), when it is empty, when a resumed run goes on with its own metrics log and
+// plot, or with --overwrite. A fresh run never replaces an earlier run's log, plot or
+// configuration unasked, even at a path given explicitly.
+void check_existing(const OutputFile& out, const std::vector<InputFile>& inputs, const OutputPolicy& policy) {
+  const std::optional<struct stat> st = stat_of(out.path);
+  if (!st) return;  // a new file
   for (const InputFile& in : inputs) {
     if (!in.path.empty() && same_file(out.path, in.path)) return;  // carried on (anything else was refused)
   }
-  if (overwrite || is_own_kind(out, head_of(out.path))) return;
+  if (policy.overwrite || st->st_size == 0) return;
+  const bool ours = is_own_kind(out, head_of(out.path));
+  if (ours && !policy.resume.empty()) return;  // the resumed run's log and plot go on
   if (out.kind == OutputKind::checkpoint) {
     refuse(out, "already holds a file, perhaps the checkpoint of another run; continue that run with --resume " +
                     out.path + ", or replace it with --overwrite");
+  }
+  if (ours) {
+    refuse(out, "already holds " + std::string(kind_name(out.kind)) +
+                    " of an earlier run; choose another path (without the flag every run gets a directory of its "
+                    "own), or replace it with --overwrite");
   }
   refuse(out, "already holds a file that is not " + std::string(kind_name(out.kind)) +
                   "; choose another path, or replace it with --overwrite");
@@ -251,7 +261,7 @@ OutputLocks prepare_outputs(const std::vector<OutputFile>& outputs, const Output
     locks.add(out);
   }
   for (const OutputFile& out : outputs) {
-    if (!out.path.empty()) check_existing(out, inputs, policy.overwrite);
+    if (!out.path.empty()) check_existing(out, inputs, policy);
   }
   return locks;
 }

@@ -11,10 +11,11 @@
 // with or without `overwrite`; "the same file" is the same device and inode when both exist (so
 // symlinks and hard links count), or the same canonical path. An input may only be carried on
 // by an output of its own kind: the checkpoint being resumed is saved over, and a configuration
-// these programs wrote (kConfigMarker) is replaced by the run's configuration. An existing file
-// is replaced only when it is what this output writes anyway: the checkpoint being resumed, our
-// own metrics log, plot or configuration (told by how our writers start them, not by the file's
-// type). Anything else (a checkpoint of another run, a file of the user's) needs `overwrite`.
+// these programs wrote (kConfigMarker) is replaced by the run's configuration. Any other existing
+// file is kept unless `overwrite`: an earlier run's metrics log, plot or configuration too, even at
+// a path given explicitly. The exceptions replace nothing anyone made: an empty file, and a
+// resumed run going on with a metrics log and plot of its own kind (told by how our writers start
+// them, not by the file's type).
 // Every refusal is std::invalid_argument naming the role (e.g. the flag) and the path.
 //
 // One owner per output: prepare_outputs() locks every output (flock on "<path>.lock", beside the
