@@ -12,12 +12,17 @@
 // Exit codes: 0 done, 1 error, 2 bad command line, 130 / 143 / 129 interrupted by that signal.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -47,6 +52,25 @@
 #endif
 
 namespace ag {
+
+// Standard output is checked like any file: closed at start, the next file opened (the log, a
+// checkpoint) would receive the progress lines in its place; a write that fails (a full disk, a
+// reader gone with SIGPIPE ignored) is an error, found at the description before any step is
+// trained, or at the end, after the checkpoint is safe.
+inline void require_stdout_open() {
+  if (::fcntl(STDOUT_FILENO, F_GETFD) < 0) {
+    throw std::runtime_error(std::string("cannot write to standard output: ") + std::strerror(errno));
+  }
+}
+
+inline void check_stdout_writes() {
+  errno = 0;
+  std::cout.flush();
+  if (!std::cout) {
+    const int err = errno;
+    throw std::runtime_error(std::string("cannot write to standard output") + (err ? ": " + std::string(std::strerror(err)) : ""));
+  }
+}
 
 class UsageError : public std::invalid_argument {
  public:
@@ -573,7 +597,8 @@ class TrainingRun {
     if (!dir_.empty()) std::cout << "run    " << dir_ << "\n";
     const std::string& ckpt = out_.checkpoint_path;
     if (!ckpt.empty()) std::cout << "save   " << ckpt << " at every evaluation and at the end\n";
-    std::cout << description << std::flush;
+    std::cout << description;
+    check_stdout_writes();
     const TrainSummary s = [&] {
       const StopOnSignals stop(t);
       return t.run();
@@ -598,6 +623,7 @@ class TrainingRun {
     std::cout << "metrics " << out_.log_path << "\nplot    " << out_.plot_path << "\n";
     const std::string& ckpt = out_.checkpoint_path;
     if (!ckpt.empty()) std::cout << "checkpoint " << ckpt << " (continue with --resume " << ckpt << hint << ")\n";
+    check_stdout_writes();  // the files are written: only what was printed is in question
     return s.interrupted ? interrupted_exit_status(s) : 0;
   }
 
@@ -633,6 +659,7 @@ int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
   Communicator& comm = Communicator::world();
   int status = 0;
   try {
+    require_stdout_open();
     if (args.write_config_path.empty()) {
       status = run(args);
     } else if (comm.is_root()) {  // under mpirun one rank writes the file
@@ -642,6 +669,7 @@ int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
       std::cout << "wrote the configuration to " << args.write_config_path << " (run it with --config "
                 << args.write_config_path << ")\n";
     }
+    check_stdout_writes();
   } catch (const UsageError& e) {
     status = usage_error(e);  // what only the run can see, e.g. a text too short for the context
   } catch (const RanksDisagree& e) {
