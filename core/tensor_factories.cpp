@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "attograd/core/parallel.h"
 #include "attograd/core/tensor.h"
 
 namespace ag {
@@ -94,6 +95,11 @@ Tensor from_vector(const std::vector<float>& values, const Shape& shape, DType d
   return from_values(values, shape, dtype);
 }
 
+// What one random draw costs, in the flops parallel_chunks() weighs work by (a counter hash, and
+// for normal() a logarithm, a square root and a cosine): large initialisations are split over
+// the pool, a layer's small ones stay on the calling thread.
+constexpr double kDrawCost = 40;
+
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype) {
   if (!(low <= high) || !std::isfinite(low) || !std::isfinite(high)) {
     throw std::invalid_argument("uniform: need finite low <= high, got low=" + std::to_string(low) +
@@ -106,10 +112,14 @@ Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DTyp
     // A draw just below 1 can round up to `high` in T (f32 especially): keep it below.
     const T top = static_cast<T>(high);
     const T below_top = std::nextafter(top, static_cast<T>(low));
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      const T v = static_cast<T>(low + (high - low) * Generator::uniform_f64(key, static_cast<uint64_t>(i)));
-      p[i] = v < top || low == high ? v : below_top;
-    }
+    // Element i is a function of (key, i) alone, so the pieces may be filled on any threads.
+    const int64_t n = t.numel();
+    parallel_for(n, parallel_chunks(n, kDrawCost * static_cast<double>(n)), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const T v = static_cast<T>(low + (high - low) * Generator::uniform_f64(key, static_cast<uint64_t>(i)));
+        p[i] = v < top || low == high ? v : below_top;
+      }
+    });
   });
   return t;
 }
@@ -123,9 +133,12 @@ Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType
   const uint64_t key = gen.next_stream();
   dispatch(dtype, [&]<typename T>(T) {
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      p[i] = static_cast<T>(mean + std * Generator::normal(key, static_cast<uint64_t>(i)));
-    }
+    const int64_t n = t.numel();
+    parallel_for(n, parallel_chunks(n, kDrawCost * static_cast<double>(n)), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        p[i] = static_cast<T>(mean + std * Generator::normal(key, static_cast<uint64_t>(i)));
+      }
+    });
   });
   return t;
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <set>
 
+#include "attograd/core/parallel.h"
+#include "attograd/core/threads.h"
 #include "support.h"
 
 namespace bdata = boost::unit_test::data;
@@ -134,6 +136,27 @@ BOOST_DATA_TEST_CASE(normal_has_the_right_moments, bdata::make(kDTypes), dtype) 
   BOOST_TEST(std::abs(one / 20000.0 - 0.6827) < 0.02);
   BOOST_TEST(std::abs(two / 20000.0 - 0.9545) < 0.01);
   for (double x : v) BOOST_TEST_REQUIRE(std::isfinite(x));
+}
+
+// Large initialisations are filled on the pool: the pieces, however many, write the same bits.
+BOOST_AUTO_TEST_CASE(initialisers_write_the_same_bits_on_one_thread_and_on_several) {
+  const int saved = num_threads();
+  detail::force_excess(0);  // a quiet machine: every thread of the pool takes a piece
+  const Shape shape{3, 100003};  // an odd size, so the pieces are unequal
+  std::vector<std::vector<double>> draws[2];
+  for (int i = 0; i < 2; ++i) {
+    set_num_threads(i == 0 ? 1 : 3);
+    for (DType dtype : kDTypes) {
+      Generator gen(42);
+      draws[i].push_back(values(normal(shape, 0.5, 2.0, gen, dtype)));
+      draws[i].push_back(values(uniform(shape, -1.0, 3.0, gen, dtype)));
+    }
+  }
+  set_num_threads(saved);
+  detail::force_excess(-1);
+  for (size_t k = 0; k < draws[0].size(); ++k) {
+    BOOST_TEST_CONTEXT("draw " << k) { BOOST_CHECK(draws[0][k] == draws[1][k]); }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(uniform_bits_map_into_the_unit_interval) {
