@@ -29,23 +29,23 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_baby_model_on_fortunes) {
   BOOST_TEST(a.model.n_layers == 4);
   BOOST_TEST(a.model.n_head == 4);
   BOOST_TEST(a.model.d_model == 128);
-  BOOST_TEST(a.model.block_size == 128);
+  BOOST_TEST(a.model.block_size == 64);
   BOOST_TEST(a.job.batch == 32);
-  // The run it has always been: AdamW with a cosine decay, at these rates.
+  // The default run (README): AdamW with a cosine decay, nanoGPT's betas and decayed set for small
+  // models, 800 steps.
   BOOST_TEST((a.trainer.optimizer == OptimizerKind::adamw));
   BOOST_TEST((a.trainer.schedule == LrDecay::cosine));
-  BOOST_TEST(a.trainer.lr == 2e-3);
-  BOOST_TEST(a.trainer.min_lr == 2e-4);
+  BOOST_TEST(a.trainer.lr == 3e-3);
+  BOOST_TEST(a.trainer.min_lr == 3e-4);
   BOOST_TEST(a.trainer.weight_decay == 0.1);
-  BOOST_TEST(a.trainer.warmup_steps == 30);
-  BOOST_TEST(a.trainer.steps == 300);
+  BOOST_TEST((a.trainer.decay == DecayParams::matrices));
+  BOOST_TEST(a.trainer.warmup_steps == 50);
+  BOOST_TEST(a.trainer.steps == 800);
   BOOST_TEST(a.trainer.clip_norm == 1.0);
-  BOOST_TEST(a.trainer.eval_every == 50);
-  // The recipe knobs default to the runs before they existed.
+  BOOST_TEST(a.trainer.eval_every == 100);
   BOOST_TEST(a.model.bias);
   BOOST_TEST(a.trainer.beta1 == 0.9);
-  BOOST_TEST(a.trainer.beta2 == 0.999);
-  BOOST_TEST((a.trainer.decay == DecayParams::all));
+  BOOST_TEST(a.trainer.beta2 == 0.99);
   BOOST_TEST(a.job.eval_windows == 64);
   BOOST_TEST(!a.eval_full);
   // Filled in by the run: runs/train_gpt/<text>/<n>/ckpt.safetensors, metrics.jsonl, plot.svg.
@@ -137,8 +137,8 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_flag_and_the_value) {
   AG_CHECK_THROWS_WITH(parse({"--lr", "nan"}), UsageError, "--lr", "nan");
   AG_CHECK_THROWS_WITH(parse({"--heads", "3"}), UsageError, "--heads", "3", "--d-model 128");
   AG_CHECK_THROWS_WITH(parse({"--lr", "1e-3", "--min-lr", "1e-2"}), UsageError, "--min-lr", "--lr");
-  AG_CHECK_THROWS_WITH(parse({"--warmup", "300"}), UsageError, "--warmup", "300", "--steps 300");
-  BOOST_TEST(parse({"--warmup", "300", "--schedule", "constant"}).trainer.warmup_steps == 300);
+  AG_CHECK_THROWS_WITH(parse({"--warmup", "800"}), UsageError, "--warmup", "800", "--steps 800");
+  BOOST_TEST(parse({"--warmup", "800", "--schedule", "constant"}).trainer.warmup_steps == 800);
   AG_CHECK_THROWS_WITH(parse({"--optimizer", "lion"}), UsageError, "--optimizer", "lion", "sgd|adam|adamw");
   AG_CHECK_THROWS_WITH(parse({"--schedule", "step"}), UsageError, "--schedule", "step");
   AG_CHECK_THROWS_WITH(parse({"--momentum", "1"}), UsageError, "--momentum", "1");
