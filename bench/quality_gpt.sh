@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The quality figure of issue 14: attograd's examples/train_gpt with its defaults (the baby model
-# on Debian's fortunes, 300 steps) against its PyTorch twin bench/torch_gpt_train.py trained with
+# on Debian's fortunes, 800 steps) against its PyTorch twin bench/torch_gpt_train.py trained with
 # the same settings, one after the other on this machine. Prints the validation loss of both at
 # every evaluation, the final ones, their relative difference (the issue asks for <= 2%) and the
 # wall time of each run.
 #
-#   BUILD=build-bench bench/quality_gpt.sh                    the default run, ~4 minutes per side
+#   BUILD=build-bench bench/quality_gpt.sh                    the default run, ~5 minutes per side
 #   STEPS=20 EVAL_EVERY=10 BUILD=build-bench bench/quality_gpt.sh   a smoke test of the script
 #   TORCH_BLAS_THREADS=1 bench/quality_gpt.sh                  PyTorch's OpenBLAS pool (default 2)
 # STEPS, WARMUP and EVAL_EVERY go to both programs (unset: train_gpt's defaults, which the twin

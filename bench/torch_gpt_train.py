@@ -16,8 +16,8 @@ What is the same as train_gpt (train/data/text.h, train/gpt_job.h, train/trainer
   * model: bench/torch_gpt.py's define_gpt (attograd's GPT and its N(0, 0.02) init, residual
     projections 0.02 / sqrt(2 layers), biases 0, LayerNorms 1 and 0, tied head);
   * a step: B windows of block + 1 tokens at starts uniform in [0, n_train - block - 1],
-    mean cross-entropy over B*T, backward, clip the global norm to --clip, AdamW (betas 0.9 /
-    0.999, eps 1e-8, decoupled weight decay on every parameter, as attograd's AdamW) at the
+    mean cross-entropy over B*T, backward, clip the global norm to --clip, AdamW (betas --beta1 /
+    --beta2, eps 1e-8, decoupled weight decay on the parameters attograd's decays() names) at the
     rate of update n: warm-up lr (n+1)/W, then cosine from lr to min_lr at --steps;
   * validation: at step 0, every --eval-every steps and at the last, the mean cross-entropy
     over the same min(eval_windows, ...) windows at evenly spaced starts of the validation text
@@ -45,17 +45,21 @@ def parse_args():
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--d-model", type=int, default=128)
-    p.add_argument("--block-size", type=int, default=128)
+    p.add_argument("--block-size", type=int, default=64)
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--min-lr", type=float, default=2e-4)
-    p.add_argument("--warmup", type=int, default=30)
+    p.add_argument("--steps", type=int, default=800)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--min-lr", type=float, default=3e-4)
+    p.add_argument("--warmup", type=int, default=50)
     p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--decay-params", choices=["all", "matrices"], default="matrices",
+                   help="what the weight decay applies to (train/trainer.h decays())")
+    p.add_argument("--beta1", type=float, default=0.9)
+    p.add_argument("--beta2", type=float, default=0.99)
     p.add_argument("--clip", type=float, default=1.0, help="max gradient norm, 0 = off")
     p.add_argument("--seed", type=int, default=0, help="torch's generator: initial weights, dropout, batches")
-    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--eval-windows", type=int, default=64)
     p.add_argument("--train-fraction", type=float, default=0.9)
     p.add_argument("--threads", type=int, default=1, help="PyTorch intra-op threads (default 1)")
@@ -142,9 +146,15 @@ def main():
     torch.manual_seed(args.seed)
     model = define_gpt(args.layers, args.heads, args.d_model, block, vocab, args.dropout)
     params = sum(p.numel() for p in model.parameters())
-    # Every parameter decays, biases and LayerNorms included: attograd's AdamW has no groups.
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8,
-                            weight_decay=args.weight_decay)
+    # attograd's decays(): with "matrices", the parameters of rank >= 2 but the token and
+    # position tables (embed, pos); with "all", every one.
+    def decays(name, p):
+        table = name in ("embed.weight", "pos.weight")
+        return args.decay_params == "all" or (p.dim() >= 2 and not table)
+    named = list(model.named_parameters())
+    groups = [{"params": [p for n, p in named if decays(n, p)], "weight_decay": args.weight_decay},
+              {"params": [p for n, p in named if not decays(n, p)], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=args.lr, betas=(args.beta1, args.beta2), eps=1e-8)
     batch_gen = torch.Generator().manual_seed(args.seed)
     offsets = torch.arange(block + 1)
 
