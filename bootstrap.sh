@@ -47,14 +47,17 @@ end() {
   echo "== $stage/$stages $name: ${1:+$1, }done in $seconds"
 }
 
-# Compiler, build tools, OpenBLAS, Boost.Test, CLI11 (command lines and config files) and
-# nlohmann-json (header-only both); python3-numpy only for the test that reads a checkpoint with
-# an independent reader (never needed at run time).
-# fortunes: the default text corpus of the language model (train_gpt), plain text under
-# /usr/share/games/fortunes/. OpenMPI: data-parallel runs under mpirun (train/dist/communicator.h;
-# a build without it works, meson -Dmpi=disabled).
-packages=(g++ meson ninja-build pkg-config libopenblas-dev libboost-test-dev libcli11-dev nlohmann-json3-dev
-          python3 python3-numpy fortunes libopenmpi-dev openmpi-bin)
+# What the library and its programs need to build and run: compiler, build tools, OpenBLAS,
+# CLI11 (command lines and config files) and nlohmann-json (header-only both). fortunes: the
+# default text corpus of the language model (train_gpt), plain text under
+# /usr/share/games/fortunes/.
+packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann-json3-dev fortunes)
+# What the rest needs: Boost.Test for the tests; python3-numpy only for the test that reads a
+# checkpoint with an independent reader (never needed at run time); OpenMPI for data-parallel runs
+# under mpirun (train/dist/communicator.h; a build without it works, meson -Dmpi=disabled). The
+# first README command (--run) leaves them to the second, so that a first run is minutes away.
+rest=(libboost-test-dev python3 python3-numpy libopenmpi-dev openmpi-bin)
+[ -n "$program" ] || packages+=("${rest[@]}")
 begin packages "${#packages[@]} Debian packages (apt-get installs the missing ones)"
 missing=()
 for p in "${packages[@]}"; do
@@ -73,11 +76,17 @@ fi
 
 werror=false
 [ "${CI:-}" = "true" ] && werror=true
-begin configure "build/ (release, werror=$werror)"
+# The tests are configured when Boost.Test is there (always after the second command). What this
+# run installed (Boost.Test, MPI) is only seen by a configuration that looks again: --clearcache.
+tests=false
+dpkg-query -W -f='${Status}' libboost-test-dev 2>/dev/null | grep -q 'install ok installed' && tests=true
+begin configure "build/ (release, werror=$werror, tests=$tests)"
 if [ ! -f build/build.ninja ]; then
-  meson setup build --buildtype=release -Dwerror=$werror >/dev/null
+  meson setup build --buildtype=release -Dwerror=$werror -Dtests=$tests >/dev/null
+elif [ ${#missing[@]} -gt 0 ]; then
+  meson configure build --clearcache -Dwerror=$werror -Dtests=$tests >/dev/null
 else
-  meson configure build -Dwerror=$werror >/dev/null
+  meson configure build -Dwerror=$werror -Dtests=$tests >/dev/null
 fi
 end
 
