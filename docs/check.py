@@ -16,8 +16,9 @@ when the page is rendered) just before it:
 
   <!-- check-table short -->
   | task | command | steps | held-out exact ... | wall s | ...
-      Each row's `command` runs (plus --quiet); the step at which it reached its target and the
-      last exact-match percentage it printed must equal the row's "steps" and "exact" columns.
+      Each row's `command` runs (plus --quiet); the step at which it reached its target ("not
+      reached" when its budget ran out first) and the last exact-match percentage it printed
+      must equal the row's "steps" and "exact" columns.
       A row whose "wall s" is above 60 counts as long.
 
   <!-- check-metrics short: COMMAND -->
@@ -172,11 +173,11 @@ class Checker:
         print(f"{where}: {message}")
 
     def wanted(self, tier, where, what):
-        if tier == "long" and not self.long:
-            self.skipped += 1
-            return False
         if self.listing:
             print(f"{where}: {tier}: {what}")
+            return False
+        if tier == "long" and not self.long:
+            self.skipped += 1
             return False
         print(f"{where}: {what} ...", flush=True)
         return True
@@ -227,9 +228,9 @@ class Checker:
             if status != 0:
                 self.fail(where, f"`{command}` exited with {status}:\n{output[-2000:]}")
                 continue
-            steps = reached_step(output)
+            steps = reached_step(output) or "not reached"
             if steps != row[c_steps].replace(",", ""):
-                self.fail(where, f"steps: documented {row[c_steps]}, measured {steps or 'target not reached'}")
+                self.fail(where, f"steps: documented {row[c_steps]}, measured {steps}")
             if c_exact is not None and last_exact(output) != row[c_exact]:
                 self.fail(where, f"exact: documented {row[c_exact]}, measured {last_exact(output)}")
 
