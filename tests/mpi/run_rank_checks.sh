@@ -82,13 +82,18 @@ done
 cp text.txt other.txt
 sed -i 's/^1 2 3 4/4 3 2 1/' other.txt  # the same characters, another text
 # mismatch PROGRAM 'FLAGS OF RANK 0' 'FLAGS OF RANK 1' WORDS: refused within seconds, naming them.
+cases=0
 mismatch() {
   local program=$1 words=$4 start rc out ms
   local -a a b
   read -ra a <<<"$2"
   read -ra b <<<"$3"
   start=$(date +%s%N)
-  out=$(np -np 1 "$program" "${a[@]}" --log a.jsonl --plot a.svg : -np 1 "$program" "${b[@]}" --log b.jsonl --plot b.svg 2>&1)
+  # Outputs of their own for every case: a refused run's configuration copy stays, and the next
+  # case must not be refused for replacing it.
+  cases=$((cases + 1))
+  out=$(np -np 1 "$program" "${a[@]}" --log "a$cases.jsonl" --plot "a$cases.svg" : \
+    -np 1 "$program" "${b[@]}" --log "b$cases.jsonl" --plot "b$cases.svg" 2>&1)
   rc=$?
   ms=$(ms_since "$start")
   { [ $rc -eq 1 ] && grep -q "the ranks disagree on what to train.*$words" <<<"$out"; } ||
