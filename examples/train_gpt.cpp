@@ -56,11 +56,12 @@ int run(const TrainGPTArgs& a) {
   const TrainSummary s = run.train(job, about.str());
 
   std::cout << std::fixed << std::setprecision(4) << "final train loss " << s.train_loss << ", validation loss "
-            << s.eval.loss << " (nats per token)\n";
+            << s.eval.loss << " (nats per token), " << s.eval.bits_per_byte << " bits per byte\n";
   if (a.eval_full && !s.interrupted) {
     // Each process alone reads the whole split: the same number on every rank, rank 0 prints it.
     const SplitLoss whole = job.evaluate_whole_split();
-    std::cout << "validation loss over the whole split: " << whole.loss << " over " << whole.windows << " windows\n";
+    std::cout << "validation loss over the whole split: " << whole.loss << " over " << whole.windows << " windows, "
+              << whole.bits_per_byte << " bits per byte\n";
   }
   return run.finish(s, ", sample with generate --checkpoint " + run.checkpoint_path());
 }

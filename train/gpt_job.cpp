@@ -1,5 +1,6 @@
 #include "attograd/train/gpt_job.h"
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -65,7 +66,8 @@ GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& toke
     : TrainingJob("gpt", model, options.batch, model.options().vocab),
       model_(model),
       tokenizer_(std::move(tokenizer)),
-      options_(options) {
+      options_(options),
+      token_bytes_(tokenizer_.token_bytes()) {
   validate(options_);
   const GPTOptions& m = model.options();
   if (m.vocab != tokenizer_.vocab_size()) {
@@ -97,13 +99,13 @@ StepLoss GPTJob::loss(uint64_t index, const Shard& rows) {
   return {.loss = loss, .tokens = options_.batch * block};
 }
 
-double GPTJob::mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks) {
+GPTJob::HeldOutLoss GPTJob::mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks) {
   double sum = 0;
-  int64_t rows = 0;
+  int64_t rows = 0, tokens = 0, bytes = 0;
   for (const TextBatch& b : batches) {
     // Each batch's loss is a mean over its rows; weighting by rows makes the result the mean
     // over every validation token even when the last batch is short.
-    const int64_t all = b.inputs.shape[0];
+    const int64_t all = b.inputs.shape[0], block = b.inputs.shape[1];
     const Shard part = ranks.part(all);
     if (part.rows == 0) continue;
     const bool whole = part.rows == all;
@@ -111,14 +113,26 @@ double GPTJob::mean_loss(const std::vector<TextBatch>& batches, const Ranks& ran
                                 : cross_entropy(model_(shard_rows(b.inputs, part)), shard_rows(b.targets, part));
     sum += loss.item() * static_cast<double>(part.rows);
     rows += part.rows;
+    tokens += part.rows * block;
+    // The text this rank's rows predict: the bytes of their targets.
+    const auto first = b.targets.data.begin() + static_cast<std::ptrdiff_t>(part.begin * block);
+    const auto last = first + static_cast<std::ptrdiff_t>(part.rows * block);
+    for (auto t = first; t != last; ++t) bytes += token_bytes_[static_cast<size_t>(*t)];
   }
   if (ranks.size() > 1) {
-    std::vector<double> v{sum, static_cast<double>(rows)};
+    std::vector<double> v{sum, static_cast<double>(rows), static_cast<double>(tokens), static_cast<double>(bytes)};
     ranks.sum(v);
     sum = v[0];
     rows = static_cast<int64_t>(v[1]);
+    tokens = static_cast<int64_t>(v[2]);
+    bytes = static_cast<int64_t>(v[3]);
   }
-  return sum / static_cast<double>(rows);
+  const double loss = sum / static_cast<double>(rows);
+  // total nats / ln 2 / total bytes, with total nats = loss * tokens. Written as the loss times
+  // tokens / bytes, so that where every token is one byte the ratio is exactly 1 and the figure
+  // exactly loss / ln 2.
+  const double bits_per_byte = loss * (static_cast<double>(tokens) / static_cast<double>(bytes)) / std::log(2.0);
+  return {.loss = loss, .bits_per_byte = bits_per_byte};
 }
 
 SplitLoss GPTJob::evaluate_whole_split(const Ranks& ranks) {
@@ -128,16 +142,19 @@ SplitLoss GPTJob::evaluate_whole_split(const Ranks& ranks) {
       tiled_batches(data_.val, {.batch = options_.batch, .block_size = model_.options().block_size});
   int64_t windows = 0;
   for (const TextBatch& b : batches) windows += b.inputs.shape[0];
-  return {.loss = mean_loss(batches, ranks), .windows = windows};
+  const HeldOutLoss held_out = mean_loss(batches, ranks);
+  return {.loss = held_out.loss, .bits_per_byte = held_out.bits_per_byte, .windows = windows};
 }
 
 Evaluation GPTJob::evaluate(const Ranks& ranks) {
   Evaluation e;
-  e.loss = mean_loss(eval_, ranks);
+  const HeldOutLoss held_out = mean_loss(eval_, ranks);
+  e.loss = held_out.loss;
+  e.bits_per_byte = held_out.bits_per_byte;
   std::ostringstream line;
   line.setf(std::ios::fixed);
   line.precision(4);
-  line << "validation loss " << e.loss;
+  line << "validation loss " << e.loss << " (" << e.bits_per_byte << " bits per byte)";
   e.summary = line.str();
   // Over several processes only rank 0 shows a sample.
   const std::string text = ranks.rank() == 0 ? sample() : std::string();

@@ -13,6 +13,10 @@
 // mean loss over the same fixed validation windows (eval_batches) plus, on rank 0, a short
 // sample from a fixed prompt (seeded, so two runs print the same text).
 //
+// Every held-out loss is also given in bits per byte of text: the total nats over the evaluated
+// targets / ln 2 / the bytes of those targets' text (Tokenizer::token_bytes), so that runs with
+// different tokenizers compare on one scale. For the byte tokenizer it is the loss / ln 2.
+//
 // Checkpoint entries: "model" (gpt_options_to_json), "tokenizer" (Tokenizer::to_json, so
 // generation needs no data file) and "data" (batch, seed, train_fraction, and the token count
 // and a checksum of the tokens, so a resume on another text is refused).
@@ -45,9 +49,11 @@ struct GPTJobOptions {
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const GPTJobOptions& options);
 
-// The mean loss over a whole validation split, and the windows it was taken over.
+// The mean loss over a whole validation split (nats per token and bits per byte of text), and
+// the windows it was taken over.
 struct SplitLoss {
   double loss = 0;
+  double bits_per_byte = 0;
   int64_t windows = 0;
 };
 
@@ -85,9 +91,14 @@ class GPTJob : public TrainingJob {
   std::string data_json_;  // the "data" entry
   std::vector<TextBatch> eval_;
   std::vector<int64_t> prompt_;
+  std::vector<int64_t> token_bytes_;  // the tokenizer's bytes per id
 
-  // The mean loss over every window of `batches`, each window's rows split over the ranks.
-  double mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks);
+  // The mean loss over every window of `batches` (nats per token, bits per byte), each
+  // window's rows split over the ranks.
+  struct HeldOutLoss {
+    double loss = 0, bits_per_byte = 0;
+  };
+  HeldOutLoss mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks);
 };
 
 // The trajectory options of a GPT checkpoint's "data" entry, into `base` (whose observing

@@ -6,6 +6,7 @@
 // without saving the bad state, weight decay on matrices leaves the other parameters alone, the
 // loss over the whole validation split is every window once, and a golden run guards the whole
 // trajectory.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -13,10 +14,12 @@
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/gpt_job.h"
+#include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
 #include "attograd/train/losses.h"
+#include "attograd/train/report/metrics_log.h"
 #include "attograd/train/seq2seq_job.h"
 #include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
@@ -247,6 +250,82 @@ BOOST_AUTO_TEST_CASE(the_whole_split_is_every_window_once_and_eval_windows_sets_
   Run fewer(tiny_options(10), {}, 0.0, j);
   BOOST_TEST(fewer.trainer->evaluate().loss != sampled);
   BOOST_TEST(sampled != whole.loss);
+}
+
+// Bits per byte with the byte tokenizer: every token is one byte, so the figure is the loss in
+// nats / ln 2 to the last bit, for the sampled evaluation and for the whole split.
+BOOST_AUTO_TEST_CASE(bits_per_byte_of_the_byte_tokenizer_is_the_loss_over_ln2_exactly) {
+  const Tokenizer tok = Tokenizer::bytes();
+  manual_seed(3);
+  GPT model(tiny_gpt(tok.vocab_size()));
+  GPTJob job(model, tok, tok.encode(tiny_text()), tiny_job());
+  Trainer trainer(job, tiny_options(10));
+  for (int i = 0; i < 3; ++i) trainer.train_step();
+  const Evaluation e = trainer.evaluate();
+  BOOST_TEST(std::isfinite(e.loss));
+  BOOST_TEST(e.bits_per_byte == e.loss / std::log(2.0));
+  BOOST_TEST(e.summary.find("bits per byte") != std::string::npos, e.summary);
+  const SplitLoss whole = job.evaluate_whole_split();
+  BOOST_TEST(whole.bits_per_byte == whole.loss / std::log(2.0));
+}
+
+// Bits per byte with the character tokenizer on a text of 1- to 4-byte characters: the total
+// nats over the whole split's targets / ln 2 / the UTF-8 bytes of those targets, computed here
+// window by window with the bytes counted from the decoded text. It is not the loss / ln 2:
+// the multi-byte characters make a token worth more than a byte.
+BOOST_AUTO_TEST_CASE(bits_per_byte_of_the_char_tokenizer_counts_the_utf8_bytes_of_the_targets) {
+  std::string text;
+  for (int i = 0; i < 30; ++i) text += "the caf\u00e9 sat \u2014 na\u00efve se\u00f1or \u2713 \U0001F600 on the mat\n";
+  const Tokenizer tok = Tokenizer::characters(text);
+  const std::vector<int64_t> lengths = tok.token_bytes();
+  BOOST_TEST(*std::max_element(lengths.begin(), lengths.end()) == 4);
+  GPTJobOptions j = tiny_job();
+  j.batch = 4;
+  manual_seed(5);
+  GPT model(tiny_gpt(tok.vocab_size()));
+  GPTJob job(model, tok, tok.encode(text), j);
+  const SplitLoss whole = job.evaluate_whole_split();
+
+  const std::vector<int64_t>& val = job.data().val;
+  const int64_t block = model.options().block_size;
+  double nats = 0;
+  int64_t bytes = 0, tokens = 0;
+  {
+    NoGradGuard no_grad;
+    EvalModeGuard eval_mode(model);
+    for (int64_t w = 0; w < whole.windows; ++w) {
+      const auto at = val.begin() + w * block;
+      const std::vector<int64_t> targets(at + 1, at + block + 1);
+      const Indices ids(Shape{1, block}, std::vector<int64_t>(at, at + block));
+      nats += cross_entropy(model(ids), Indices(Shape{1, block}, targets)).item() * static_cast<double>(block);
+      bytes += static_cast<int64_t>(tok.decode(targets).size());
+      tokens += block;
+    }
+  }
+  BOOST_REQUIRE(bytes > tokens);  // the split does hold multi-byte characters
+  const double by_hand = nats / std::log(2.0) / static_cast<double>(bytes);
+  BOOST_TEST(whole.bits_per_byte == by_hand, boost::test_tools::tolerance(1e-5));
+  BOOST_TEST(std::abs(whole.bits_per_byte - whole.loss / std::log(2.0)) > 0.05);
+  // The sampled evaluation counts its own windows' bytes the same way.
+  const Evaluation e = Trainer(job, tiny_options(10)).evaluate();
+  BOOST_TEST(e.bits_per_byte < e.loss / std::log(2.0));
+  BOOST_TEST(e.bits_per_byte > e.loss / std::log(2.0) / 4);
+}
+
+// The metrics log of a language model carries its validation loss in bits per byte at every
+// evaluation, the baseline included: the figure the evaluation computed.
+BOOST_AUTO_TEST_CASE(the_metrics_log_carries_bits_per_byte) {
+  TempDir dir;
+  Run run(tiny_options(10), {.log_path = dir.file("metrics.jsonl")});
+  const TrainSummary s = run.trainer->run();
+  const std::vector<MetricsRow> rows = read_metrics_log(dir.file("metrics.jsonl"));
+  BOOST_REQUIRE(rows.size() == 3u);  // steps 0, 5 and 10
+  for (const MetricsRow& r : rows) {
+    BOOST_TEST(std::isfinite(r.eval_bits_per_byte), "step " << r.step);
+    BOOST_TEST(r.eval_bits_per_byte == r.eval_loss / std::log(2.0), boost::test_tools::tolerance(1e-12));
+  }
+  BOOST_TEST(rows.back().eval_bits_per_byte == s.eval.bits_per_byte);
+  BOOST_TEST(read_file(dir.file("metrics.jsonl")).find("\"eval_bits_per_byte\":") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(the_loss_falls_over_fifty_steps) {

@@ -1,5 +1,6 @@
 // Text for the language model: the corpus (a user file or Debian's fortunes), the character and
 // byte tokenizers with their JSON descriptions, the train/validation split and the batches.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -116,6 +117,18 @@ BOOST_AUTO_TEST_CASE(missing_directory_and_empty_files_are_errors_naming_the_pat
 }
 
 // ---- character tokenizer ------------------------------------------------------------------
+
+// What bits per byte divides by: a character token's UTF-8 length, a byte token's 1.
+BOOST_AUTO_TEST_CASE(token_bytes_are_each_ids_utf8_length) {
+  const Tokenizer chars = Tokenizer::characters("a\xC3\xA9\xE2\x9C\x93\xF0\x9F\x98\x80 ");  // "aé✓😀 "
+  BOOST_TEST(chars.token_bytes() == (std::vector<int64_t>{1, 1, 2, 3, 4}), boost::test_tools::per_element());
+  for (int64_t id = 0; id < chars.vocab_size(); ++id) {
+    BOOST_TEST(chars.token_bytes()[static_cast<size_t>(id)] == static_cast<int64_t>(chars.decode(id).size()));
+  }
+  const std::vector<int64_t> bytes = Tokenizer::bytes().token_bytes();
+  BOOST_TEST(bytes.size() == 256u);
+  BOOST_TEST(std::count(bytes.begin(), bytes.end(), 1) == 256);
+}
 
 BOOST_AUTO_TEST_CASE(characters_are_utf8_code_points_sorted_by_bytes) {
   const std::string text = "h\xC3\xA9llo \xE2\x9C\x93";  // "héllo ✓"

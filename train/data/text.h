@@ -62,6 +62,10 @@ class Tokenizer {
   std::vector<int64_t> encode(const std::string& text) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   std::string decode(int64_t id) const;
+  // The length in bytes of each id's text, indexed by id: a character's UTF-8 length, 1 for a
+  // byte. What a loss in bits per byte divides by, so that runs with different tokenizers are
+  // measured on one scale (every kind of tokenizer answers it).
+  std::vector<int64_t> token_bytes() const;
 
  private:
   Kind kind_ = Kind::bytes;
