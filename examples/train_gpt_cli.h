@@ -21,7 +21,9 @@ struct TrainGPTArgs : TrainingArgs {
   static constexpr ProgramInfo kInfo{
       .name = "train_gpt", .holds = "model, tokenizer", .outputs = "<text>", .target = false, .saves = true};
 
-  std::string data_path;           // empty: Debian's fortunes
+  // Files or corpus names (is_corpus_name: fortunes, bible), joined in order
+  // (read_corpus_sources); none: Debian's fortunes.
+  std::vector<std::string> data;
   std::string tokenizer = "char";  // char | byte
   // The "baby" model: 4 layers, 4 heads, d_model 128, a context of 128 characters. vocab follows
   // the tokenizer.
@@ -42,7 +44,11 @@ struct TrainGPTArgs : TrainingArgs {
         "learns.\nThe defaults train the 'baby' model (4 layers, 4 heads, d_model 128, context 128) on Debian's "
         "fortunes in a few minutes on two cores.");
     f.group("data", false);
-    f.path("--data", data_path, "text file to learn (default: every fortune under /usr/share/games/fortunes)");
+    f.paths("--data", data,
+            "text to learn: one or more files, joined in order (a newline between two where the first does not "
+            "end with one), or a named corpus: fortunes (the default, Debian's fortunes) or bible (Debian's King "
+            "James Bible, one verse a line); ./NAME is a file so named",
+            is_corpus_name)->expected(1, CLI::detail::expected_max_vector_size);
     f.group("data", true);
     f.choice("--tokenizer", tokenizer, "one token per UTF-8 character (char) or per byte (byte)", {"char", "byte"});
     f.group("model", true);
@@ -62,7 +68,9 @@ struct TrainGPTArgs : TrainingArgs {
 
   void finish(const CommandLine& line) {
     job.seed = seed;
-    inputs.push_back({"--data", data_path});
+    for (const std::string& source : data) {
+      if (!is_corpus_name(source)) inputs.push_back({"--data", source});
+    }
     if (!line.resuming) check_heads(model.d_model, model.n_head);
   }
 };

@@ -33,16 +33,23 @@ constexpr auto kDataFields = [](auto& o, auto&& field) {
   field("batch", o.batch), field("seed", o.seed), field("train_fraction", o.train_fraction);
 };
 
-std::string data_json(const GPTJobOptions& o, const std::vector<int64_t>& tokens) {
+std::string data_json(const GPTJobOptions& o, const std::vector<int64_t>& tokens, const std::vector<CorpusPart>& corpus) {
   OrderedJson j = fields_to_json(o, kDataFields);
   j["tokens"] = tokens.size();
   j["crc32c"] = crc32c(tokens.data(), tokens.size() * sizeof(int64_t));
+  // The sources by name, size and checksum: a resume or a rank on other files (or the same in
+  // another order) is refused with the two lists side by side, not only two token checksums.
+  if (!corpus.empty()) {
+    OrderedJson parts = OrderedJson::array();
+    for (const CorpusPart& p : corpus) parts.push_back({{"name", p.name}, {"bytes", p.bytes}, {"crc32c", p.crc32c}});
+    j["corpus"] = std::move(parts);
+  }
   return j.dump();
 }
 
 GPTJobOptions data_options_from_json(const std::string& text, const GPTJobOptions& base) {
   const std::string op = "gpt data options: ";
-  return validated(fields_from_json(text, kDataFields, op, base, {"tokens", "crc32c"}), op);
+  return validated(fields_from_json(text, kDataFields, op, base, {"tokens", "crc32c", "corpus"}), op);
 }
 
 }  // namespace
@@ -62,7 +69,8 @@ void validate(const GPTJobOptions& o) {
   int_in("sample_tokens", o.sample_tokens, 0, int64_t{1} << 20);
 }
 
-GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options)
+GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options,
+               const std::vector<CorpusPart>& corpus)
     : TrainingJob("gpt", model, options.batch, model.options().vocab),
       model_(model),
       tokenizer_(std::move(tokenizer)),
@@ -78,7 +86,7 @@ GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& toke
   data_ = split_tokens(tokens, options_.train_fraction);
   check_long_enough("training part of the", data_.train.size(), m.block_size);
   check_long_enough("validation part of the", data_.val.size(), m.block_size);
-  data_json_ = data_json(options_, tokens);
+  data_json_ = data_json(options_, tokens, corpus);
   eval_ = eval_batches(data_.val, {.batch = options_.batch, .block_size = m.block_size}, options_.eval_windows);
   try {
     prompt_ = tokenizer_.encode(options_.sample_prompt);
@@ -185,6 +193,11 @@ std::map<std::string, std::string> GPTJob::metadata() const {
 GPTJobOptions gpt_job_options_from(const Checkpoint& ck, const GPTJobOptions& base) {
   return parse_entry(require_model_kind(ck, "gpt"), "data",
                      [&](const std::string& s) { return data_options_from_json(s, base); });
+}
+
+bool gpt_data_names_corpus(const Checkpoint& ck) {
+  return parse_entry(require_model_kind(ck, "gpt"), "data",
+                     [](const std::string& s) { return parse_json(s).contains("corpus"); });
 }
 
 GPTOptions gpt_options_from(const Checkpoint& ck) {

@@ -18,8 +18,10 @@
 // different tokenizers compare on one scale. For the byte tokenizer it is the loss / ln 2.
 //
 // Checkpoint entries: "model" (gpt_options_to_json), "tokenizer" (Tokenizer::to_json, so
-// generation needs no data file) and "data" (batch, seed, train_fraction, and the token count
-// and a checksum of the tokens, so a resume on another text is refused).
+// generation needs no data file) and "data" (batch, seed, train_fraction, the token count and a
+// checksum of the tokens, so a resume on another text is refused, and "corpus": the name, bytes
+// and checksum of every source of the text in order, when the caller gave them). A checkpoint
+// written before "corpus" existed resumes with a job given no sources (gpt_data_names_corpus).
 #pragma once
 
 #include <cstdint>
@@ -62,8 +64,10 @@ class GPTJob : public TrainingJob {
   // The model must outlive the job and have vocab == tokenizer.vocab_size(). Validates the
   // options and checks that both parts of the split hold at least block_size + 1 tokens
   // (std::invalid_argument naming both numbers). A sample prompt the tokenizer cannot encode
-  // falls back to the first training token.
-  GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options);
+  // falls back to the first training token. `corpus`: the sources of the text the tokens encode
+  // (read_corpus_sources), recorded in the "data" entry; none, none recorded.
+  GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options,
+         const std::vector<CorpusPart>& corpus = {});
 
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
@@ -104,6 +108,9 @@ class GPTJob : public TrainingJob {
 // The trajectory options of a GPT checkpoint's "data" entry, into `base` (whose observing
 // options are kept); std::runtime_error naming the file when it is missing or invalid.
 GPTJobOptions gpt_job_options_from(const Checkpoint& checkpoint, const GPTJobOptions& base);
+// Whether the checkpoint's "data" entry describes the corpus's sources ("corpus"); false for one
+// written before train_gpt read several, whose resume builds its job without them.
+bool gpt_data_names_corpus(const Checkpoint& checkpoint);
 
 // A trained model for generation: built from the checkpoint's options with its parameters
 // loaded (the optimizer state is ignored), in eval mode. std::runtime_error naming the file

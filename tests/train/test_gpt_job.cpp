@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "attograd/autograd/grad_mode.h"
@@ -16,6 +17,7 @@
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
 #include "attograd/train/losses.h"
@@ -40,6 +42,8 @@ std::string tiny_text() {
   for (int i = 0; i < 20; ++i) text += verse;
   return text;
 }
+
+void write_text_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 GPTOptions tiny_gpt(int64_t vocab, double dropout = 0.0) {
   return {.vocab = vocab, .block_size = 16, .d_model = 16, .n_head = 2, .n_layers = 1, .dropout = dropout, .bias = true};
@@ -490,6 +494,70 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_text_or_configuration) {
   Run sgd(tiny_options(10, OptimizerKind::sgd));
   AG_CHECK_THROWS_WITH(sgd.trainer->resume(dir.file("ckpt.safetensors")), std::runtime_error, "trainer",
                        "\"optimizer\":\"adamw\"", "\"optimizer\":\"sgd\"");
+}
+
+// The "data" entry names every source of the text, in order, by name, size and checksum: a resume
+// (or a rank) on the same files in another order is refused with both lists in the message, and
+// the same files resume. A checkpoint written before the entry named its sources still reads and
+// resumes with a job given none: the token checksum alone guards its text.
+BOOST_AUTO_TEST_CASE(the_data_entry_names_every_source_and_old_entries_without_them_still_resume) {
+  TempDir dir;
+  write_text_file(dir.file("a.txt"), tiny_text());
+  write_text_file(dir.file("b.txt"), "the dog sat on the cat\n");
+  const TrainerOptions o = tiny_options(10);
+  const auto job_on = [&](const Tokenizer& tok, const Corpus& c, GPT& model) {
+    return std::make_unique<GPTJob>(model, tok, tok.encode(c.text), tiny_job(), c.parts);
+  };
+  const Corpus ab = read_corpus_sources({dir.file("a.txt"), dir.file("b.txt")});
+  const Corpus ba = read_corpus_sources({dir.file("b.txt"), dir.file("a.txt")});
+  const Tokenizer tok = Tokenizer::characters(tiny_text());
+  manual_seed(1);
+  GPT model(tiny_gpt(tok.vocab_size()));
+  const auto job = job_on(tok, ab, model);
+  const std::string entry = job->metadata().at("data");
+  const std::string a_part = R"({"name":"a.txt","bytes":)" + std::to_string(tiny_text().size()) +
+                             R"(,"crc32c":)" + std::to_string(crc32c(tiny_text().data(), tiny_text().size())) + "}";
+  BOOST_TEST(entry.find(R"("corpus":[)" + a_part + R"(,{"name":"b.txt","bytes":23,)") != std::string::npos, entry);
+  Trainer trainer(*job, o);
+  trainer.train_step();
+  const std::string path = dir.file("ckpt.safetensors");
+  trainer.save_checkpoint(path);
+  BOOST_TEST(gpt_data_names_corpus(Checkpoint::open(path)));
+
+  GPT same_model(tiny_gpt(tok.vocab_size()));
+  const auto same = job_on(tok, ab, same_model);
+  Trainer same_trainer(*same, o);
+  same_trainer.resume(path);
+  BOOST_TEST(same_trainer.step() == 1);
+
+  GPT other_model(tiny_gpt(tok.vocab_size()));
+  const auto reordered = job_on(tok, ba, other_model);
+  Trainer reordered_trainer(*reordered, o);
+  AG_CHECK_THROWS_WITH(reordered_trainer.resume(path), std::runtime_error, "ckpt.safetensors", "'data'", entry,
+                       reordered->metadata().at("data"));
+
+  // An old checkpoint: its data entry without "corpus".
+  SafetensorsFile f = load_safetensors(path);
+  std::string old = f.metadata.at("data");
+  old.erase(old.find(R"(,"corpus":)"), std::string::npos);
+  old += "}";
+  f.metadata["data"] = old;
+  const std::string old_path = dir.file("old.safetensors");
+  save_safetensors(old_path, f);
+  const Checkpoint old_ck = Checkpoint::open(old_path);
+  BOOST_TEST(!gpt_data_names_corpus(old_ck));
+  BOOST_TEST(gpt_job_options_from(old_ck, {}).batch == tiny_job().batch);
+  GPT old_model(tiny_gpt(tok.vocab_size()));
+  GPTJob without_sources(old_model, tok, tok.encode(ab.text), tiny_job());
+  BOOST_TEST(without_sources.metadata().at("data") == old);
+  Trainer old_trainer(without_sources, o);
+  old_trainer.resume(old_ck);
+  BOOST_TEST(old_trainer.step() == 1);
+  // A job that names its sources does not take the old entry for its own.
+  GPT named_model(tiny_gpt(tok.vocab_size()));
+  const auto named = job_on(tok, ab, named_model);
+  Trainer named_trainer(*named, o);
+  AG_CHECK_THROWS_WITH(named_trainer.resume(old_ck), std::runtime_error, "old.safetensors", "'data'");
 }
 
 BOOST_AUTO_TEST_CASE(the_checkpoint_names_its_kind_and_holds_the_tied_weight_once_and_reloads_it_tied) {
