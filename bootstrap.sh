@@ -51,10 +51,13 @@ end() {
 # nlohmann-json (header-only both); python3-numpy only for the test that reads a checkpoint with
 # an independent reader (never needed at run time).
 # fortunes: the default text corpus of the language model (train_gpt), plain text under
-# /usr/share/games/fortunes/. OpenMPI: data-parallel runs under mpirun (train/dist/communicator.h;
-# a build without it works, meson -Dmpi=disabled).
+# /usr/share/games/fortunes/. bible-kjv-text: the King James Bible, its second corpus
+# (train_gpt --data bible); the package keeps the text compressed in a format of its own
+# (/usr/lib/bible.data), which its reader /usr/bin/bible from bible-kjv prints as plain text.
+# OpenMPI: data-parallel runs under mpirun (train/dist/communicator.h; a build without it
+# works, meson -Dmpi=disabled).
 packages=(g++ meson ninja-build pkg-config libopenblas-dev libboost-test-dev libcli11-dev nlohmann-json3-dev
-          python3 python3-numpy fortunes libopenmpi-dev openmpi-bin)
+          python3 python3-numpy fortunes bible-kjv-text bible-kjv libopenmpi-dev openmpi-bin)
 begin packages "${#packages[@]} Debian packages (apt-get installs the missing ones)"
 missing=()
 for p in "${packages[@]}"; do
