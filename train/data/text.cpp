@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <sys/wait.h>
+
 #include "attograd/core/rng.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/crc32c.h"
@@ -89,8 +91,12 @@ std::string read_bible() {
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
   const int status = ::pclose(pipe);
   if (status != 0 || out.empty()) {
-    throw std::invalid_argument("read_corpus: '" + command + "' failed (status " + std::to_string(status) + ", " +
-                                std::to_string(out.size()) + " bytes of output)" + hint);
+    const std::string how = status == -1          ? "could not be waited for"
+                            : WIFEXITED(status)   ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                            : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                                  : "ended with wait status " + std::to_string(status);
+    throw std::invalid_argument("read_corpus: '" + command + "' " + how + " after " + std::to_string(out.size()) +
+                                " bytes of output" + hint);
   }
   std::string text;
   text.reserve(out.size());

@@ -15,7 +15,7 @@
 //             skipped, each `%` separator line removed), joined by newlines; 2.5 MB.
 //   bible     the King James Bible of `bible-kjv-text`, one verse per line without its
 //             reference, as its reader `bible` (package `bible-kjv`) prints it: the package
-//             keeps the text compressed in its own format (/usr/lib/bible.data); 4.2 MB.
+//             keeps the text compressed in its own format (/usr/lib/bible.data); 4.1 MB.
 // Several sources (read_corpus_sources) are joined in the given order, each text as it is, with
 // a newline put after a text that does not end with one when another follows (so no file's last
 // line runs into the next file's first). Each source is refused by name (std::invalid_argument)
