@@ -42,7 +42,8 @@ struct TrainGPTArgs : TrainingArgs {
     f.app().description(
         "Trains a small GPT on a text, character by character (or byte by byte), and prints samples as it "
         "learns.\nThe defaults train the 'baby' model (4 layers, 4 heads, d_model 128, context 128) on Debian's "
-        "fortunes in a few minutes on two cores.");
+        "fortunes in a few minutes on two cores.\nThe validation loss is shown in nats per token and in bits per byte "
+        "of text, which compares runs with different tokenizers.");
     f.group("data", false);
     f.paths("--data", data,
             "text to learn: one or more files, joined in order (a newline between two where the first does not "
