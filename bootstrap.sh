@@ -54,9 +54,12 @@ end() {
 packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann-json3-dev fortunes)
 # What the rest needs: Boost.Test for the tests; python3-numpy only for the test that reads a
 # checkpoint with an independent reader (never needed at run time); OpenMPI for data-parallel runs
-# under mpirun (train/dist/communicator.h; a build without it works, meson -Dmpi=disabled). The
-# first README command (--run) leaves them to the second, so that a first run is minutes away.
-rest=(libboost-test-dev python3 python3-numpy libopenmpi-dev openmpi-bin)
+# under mpirun (train/dist/communicator.h; a build without it works, meson -Dmpi=disabled);
+# bible-kjv-text, the King James Bible, the language model's second corpus (train_gpt --data
+# bible): the package keeps the text compressed in a format of its own (/usr/lib/bible.data),
+# which its reader /usr/bin/bible from bible-kjv prints as plain text. The first README command
+# (--run) leaves them to the second, so that a first run is minutes away.
+rest=(libboost-test-dev python3 python3-numpy libopenmpi-dev openmpi-bin bible-kjv-text bible-kjv)
 [ -n "$program" ] || packages+=("${rest[@]}")
 begin packages "${#packages[@]} Debian packages (apt-get installs the missing ones)"
 missing=()

@@ -3,6 +3,8 @@
 //
 //   build/examples/train_gpt                                  # the baby model, a few minutes
 //   build/examples/train_gpt --data my.txt --steps 2000 --save runs/my/ckpt.safetensors
+//   build/examples/train_gpt --data bible                     # the King James Bible
+//   build/examples/train_gpt --data part1.txt part2.txt       # several files, joined in order
 //   build/examples/train_gpt --resume runs/train_gpt/fortunes/latest/ckpt.safetensors
 //   build/examples/generate --checkpoint runs/train_gpt/fortunes/latest/ckpt.safetensors --prompt "The "
 //
@@ -20,8 +22,16 @@ int run(const TrainGPTArgs& a) {
   TrainingRun run(a, "gpt");
   const Checkpoint* ck = run.checkpoint();
   const TrainerOptions& t = run.trainer;
-  const std::string data = a.data_path.empty() ? std::string(kFortunesDir) : a.data_path;
-  const std::string text = read_corpus(a.data_path);
+  const std::vector<std::string> sources = a.data.empty() ? std::vector<std::string>{"fortunes"} : a.data;
+  const Corpus corpus = read_corpus_sources(sources);
+  const std::string& text = corpus.text;
+  // What the messages and the run's directory call the text: "fortunes", "kjv.txt", "a.txt + b.txt".
+  std::string data, data_stem;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    data += (i > 0 ? " + " : "") + sources[i];
+    data_stem += (i > 0 ? "+" : "") + (is_corpus_name(sources[i]) ? sources[i]
+                                                                  : std::filesystem::path(sources[i]).stem().string());
+  }
   const Tokenizer tokenizer = ck                     ? gpt_tokenizer_from(*ck)
                               : a.tokenizer == "char" ? Tokenizer::characters(text)
                                                       : Tokenizer::bytes();
@@ -38,16 +48,19 @@ int run(const TrainGPTArgs& a) {
                      std::to_string(m.block_size + 1) + " (give more text or lower --block-size)");
   }
   std::ostringstream title, about;
-  title << "GPT on " << std::filesystem::path(data).filename().string() << ": " << m.n_layers << " layers, d_model "
-        << m.d_model << ", context " << m.block_size;
-  run.prepare(a.data_path.empty() ? "fortunes" : std::filesystem::path(data).stem().string(), title.str());
+  title << "GPT on " << data_stem << ": " << m.n_layers << " layers, d_model " << m.d_model << ", context "
+        << m.block_size;
+  run.prepare(data_stem, title.str());
 
   GPT model(m);
-  GPTJob job(model, tokenizer, tokens, options);
+  // A checkpoint written before the data entry named the sources resumes without them: its
+  // entry is the old one, and the token checksum alone still refuses another text.
+  const bool record_sources = !ck || gpt_data_names_corpus(*ck);
+  GPTJob job(model, tokenizer, tokens, options, record_sources ? corpus.parts : std::vector<CorpusPart>{});
   const TextSplit& split = job.data();
-  about << "data   " << data << ": " << split.train.size() + split.val.size() << " tokens (" << split.train.size() << " train, "
-        << split.val.size() << " validation), " << tokenizer.kind_name() << " tokenizer, vocab "
-        << tokenizer.vocab_size() << "\n"
+  about << "data   " << data << ": " << text.size() << " bytes, " << split.train.size() + split.val.size()
+        << " tokens (" << split.train.size() << " train, " << split.val.size() << " validation), "
+        << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n"
         << "model  GPT " << m.n_layers << " layers, " << m.n_head << " heads, d_model " << m.d_model << ", context "
         << m.block_size << ", dropout " << m.dropout << (m.bias ? "" : ", no biases") << ", "
         << model.num_parameters() << " parameters\n"
@@ -56,11 +69,12 @@ int run(const TrainGPTArgs& a) {
   const TrainSummary s = run.train(job, about.str());
 
   std::cout << std::fixed << std::setprecision(4) << "final train loss " << s.train_loss << ", validation loss "
-            << s.eval.loss << " (nats per token)\n";
+            << s.eval.loss << " (nats per token), " << s.eval.bits_per_byte << " bits per byte\n";
   if (a.eval_full && !s.interrupted) {
     // Each process alone reads the whole split: the same number on every rank, rank 0 prints it.
     const SplitLoss whole = job.evaluate_whole_split();
-    std::cout << "validation loss over the whole split: " << whole.loss << " over " << whole.windows << " windows\n";
+    std::cout << "validation loss over the whole split: " << whole.loss << " over " << whole.windows << " windows, "
+              << whole.bits_per_byte << " bits per byte\n";
   }
   return run.finish(s, ", sample with generate --checkpoint " + run.checkpoint_path());
 }

@@ -21,7 +21,9 @@ struct TrainGPTArgs : TrainingArgs {
   static constexpr ProgramInfo kInfo{
       .name = "train_gpt", .holds = "model, tokenizer", .outputs = "<text>", .target = false, .saves = true};
 
-  std::string data_path;           // empty: Debian's fortunes
+  // Files or corpus names (is_corpus_name: fortunes, bible), joined in order
+  // (read_corpus_sources); none: Debian's fortunes.
+  std::vector<std::string> data;
   std::string tokenizer = "char";  // char | byte
   // The "baby" model: 4 layers, 4 heads, d_model 128, a context of 64 characters. vocab follows
   // the tokenizer.
@@ -44,9 +46,14 @@ struct TrainGPTArgs : TrainingArgs {
     f.app().description(
         "Trains a small GPT on a text, character by character (or byte by byte), and prints samples as it "
         "learns.\nThe defaults train the 'baby' model (4 layers, 4 heads, d_model 128, context 64) on Debian's "
-        "fortunes in under 5 minutes on two cores.");
+        "fortunes in under 5 minutes on two cores.\nThe validation loss is shown in nats per token and in bits per "
+        "byte of text, which compares runs with different tokenizers.");
     f.group("data", false);
-    f.path("--data", data_path, "text file to learn (default: every fortune under /usr/share/games/fortunes)");
+    f.paths("--data", data,
+            "text to learn: one or more files, joined in order (a newline between two where the first does not "
+            "end with one), or a named corpus: fortunes (the default, Debian's fortunes) or bible (Debian's King "
+            "James Bible, one verse a line); ./NAME is a file so named",
+            is_corpus_name)->expected(1, CLI::detail::expected_max_vector_size);
     f.group("data", true);
     f.choice("--tokenizer", tokenizer, "one token per UTF-8 character (char) or per byte (byte)", {"char", "byte"});
     f.group("model", true);
@@ -66,7 +73,9 @@ struct TrainGPTArgs : TrainingArgs {
 
   void finish(const CommandLine& line) {
     job.seed = seed;
-    inputs.push_back({"--data", data_path});
+    for (const std::string& source : data) {
+      if (!is_corpus_name(source)) inputs.push_back({"--data", source});
+    }
     if (!line.resuming) check_heads(model.d_model, model.n_head);
   }
 };

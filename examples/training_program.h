@@ -25,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -189,13 +190,14 @@ inline bool parse_command_line(CLI::App& app, const std::vector<std::string>& ar
   return true;
 }
 
-// CLI11's TOML with our first line, and without the paths left empty (an empty path is
-// refused when read back; unset is what they were).
+// CLI11's TOML with our first line, and without the paths and lists of paths left empty (an
+// empty path is refused when read back, and CLI11 writes an empty list as the string "[]";
+// unset is what they were).
 inline std::string configuration_text(const std::string& toml, const std::string& program) {
   std::istringstream in(toml);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
-    if (line.size() > 3 && line.compare(line.size() - 3, 3, "=\"\"") == 0) {
+    if (line.ends_with("=\"\"") || line.ends_with("=\"[]\"")) {
       if (!lines.empty() && lines.back().rfind('#', 0) == 0) lines.pop_back();  // its description
       continue;
     }
@@ -264,6 +266,14 @@ class Flags {
     paths_.push_back({flag, &into});
     return add(app_.add_option(flag, into, help)->check(CLI::Validator(given, "PATH")));
   }
+  // One or more paths (`--data a.txt b.txt`, or the flag repeated; a TOML array in a config),
+  // each anchored as path() anchors its one, except the values `is_name` says are names.
+  CLI::Option* paths(const char* flag, std::vector<std::string>& into, const std::string& help,
+                     std::function<bool(const std::string&)> is_name) {
+    const auto given = [](std::string& p) { return p.empty() ? std::string("the path is empty") : std::string(); };
+    path_lists_.push_back({flag, &into, std::move(is_name)});
+    return add(app_.add_option(flag, into, help)->check(CLI::Validator(given, "PATH")));
+  }
   CLI::Option* flag(const char* name, bool& into, const std::string& help) { return add(app_.add_flag(name, into, help)); }
   CLI::Option* seed(uint64_t& into, const std::string& help) {
     const auto any = detail::number_in<uint64_t>(0, UINT64_MAX, false, "an unsigned 64-bit integer", "UINT64");
@@ -277,14 +287,31 @@ class Flags {
   // absolutely, so that it means the same files wherever it is read from.
   void anchor_paths(const std::string& config_path, const std::vector<std::string>& argv) {
     namespace fs = std::filesystem;
+    // The path the run reads (relative to the config file when the file gave it), and the
+    // absolute one the written configuration says.
+    const auto anchor = [&](const std::string& flag, std::string& path) {
+      if (!config_path.empty() && !detail::named_in(argv, flag)) {
+        path = (fs::path(config_path).parent_path() / path).lexically_normal().string();
+      }
+      return fs::absolute(path).lexically_normal().string();
+    };
     for (auto& [flag, into] : paths_) {
       CLI::Option* option = app_.get_option(flag);
       if (option->count() == 0 || into->empty() || fs::path(*into).is_absolute()) continue;
-      if (!config_path.empty() && !detail::named_in(argv, flag)) {
-        *into = (fs::path(config_path).parent_path() / *into).lexically_normal().string();
-      }
+      const std::string written = anchor(flag, *into);
       option->clear();  // what the written configuration says
-      option->add_result(fs::absolute(*into).lexically_normal().string());
+      option->add_result(written);
+    }
+    for (auto& [flag, into, is_name] : path_lists_) {
+      CLI::Option* option = app_.get_option(flag);
+      if (option->count() == 0 || into->empty()) continue;
+      std::vector<std::string> written;
+      for (std::string& p : *into) {
+        const bool as_is = (is_name && is_name(p)) || fs::path(p).is_absolute();
+        written.push_back(as_is ? p : anchor(flag, p));
+      }
+      option->clear();
+      option->add_result(written);
     }
   }
 
@@ -297,6 +324,12 @@ class Flags {
 
   CLI::App& app_;
   std::vector<std::pair<std::string, std::string*>> paths_;
+  struct PathList {
+    std::string flag;
+    std::vector<std::string>* into;
+    std::function<bool(const std::string&)> is_name;
+  };
+  std::vector<PathList> path_lists_;
   std::string group_ = "options";
   bool from_checkpoint_ = false;
   std::vector<std::string> checkpointed_;

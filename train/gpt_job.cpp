@@ -1,5 +1,6 @@
 #include "attograd/train/gpt_job.h"
 
+#include <cmath>
 #include <sstream>
 #include <stdexcept>
 
@@ -32,16 +33,23 @@ constexpr auto kDataFields = [](auto& o, auto&& field) {
   field("batch", o.batch), field("seed", o.seed), field("train_fraction", o.train_fraction);
 };
 
-std::string data_json(const GPTJobOptions& o, const std::vector<int64_t>& tokens) {
+std::string data_json(const GPTJobOptions& o, const std::vector<int64_t>& tokens, const std::vector<CorpusPart>& corpus) {
   OrderedJson j = fields_to_json(o, kDataFields);
   j["tokens"] = tokens.size();
   j["crc32c"] = crc32c(tokens.data(), tokens.size() * sizeof(int64_t));
+  // The sources by name, size and checksum: a resume or a rank on other files (or the same in
+  // another order) is refused with the two lists side by side, not only two token checksums.
+  if (!corpus.empty()) {
+    OrderedJson parts = OrderedJson::array();
+    for (const CorpusPart& p : corpus) parts.push_back({{"name", p.name}, {"bytes", p.bytes}, {"crc32c", p.crc32c}});
+    j["corpus"] = std::move(parts);
+  }
   return j.dump();
 }
 
 GPTJobOptions data_options_from_json(const std::string& text, const GPTJobOptions& base) {
   const std::string op = "gpt data options: ";
-  return validated(fields_from_json(text, kDataFields, op, base, {"tokens", "crc32c"}), op);
+  return validated(fields_from_json(text, kDataFields, op, base, {"tokens", "crc32c", "corpus"}), op);
 }
 
 }  // namespace
@@ -61,11 +69,13 @@ void validate(const GPTJobOptions& o) {
   int_in("sample_tokens", o.sample_tokens, 0, int64_t{1} << 20);
 }
 
-GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options)
+GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options,
+               const std::vector<CorpusPart>& corpus)
     : TrainingJob("gpt", model, options.batch, model.options().vocab),
       model_(model),
       tokenizer_(std::move(tokenizer)),
-      options_(options) {
+      options_(options),
+      token_bytes_(tokenizer_.token_bytes()) {
   validate(options_);
   const GPTOptions& m = model.options();
   if (m.vocab != tokenizer_.vocab_size()) {
@@ -76,7 +86,7 @@ GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& toke
   data_ = split_tokens(tokens, options_.train_fraction);
   check_long_enough("training part of the", data_.train.size(), m.block_size);
   check_long_enough("validation part of the", data_.val.size(), m.block_size);
-  data_json_ = data_json(options_, tokens);
+  data_json_ = data_json(options_, tokens, corpus);
   eval_ = eval_batches(data_.val, {.batch = options_.batch, .block_size = m.block_size}, options_.eval_windows);
   try {
     prompt_ = tokenizer_.encode(options_.sample_prompt);
@@ -97,13 +107,13 @@ StepLoss GPTJob::loss(uint64_t index, const Shard& rows) {
   return {.loss = loss, .tokens = options_.batch * block};
 }
 
-double GPTJob::mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks) {
+GPTJob::HeldOutLoss GPTJob::mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks) {
   double sum = 0;
-  int64_t rows = 0;
+  int64_t rows = 0, tokens = 0, bytes = 0;
   for (const TextBatch& b : batches) {
     // Each batch's loss is a mean over its rows; weighting by rows makes the result the mean
     // over every validation token even when the last batch is short.
-    const int64_t all = b.inputs.shape[0];
+    const int64_t all = b.inputs.shape[0], block = b.inputs.shape[1];
     const Shard part = ranks.part(all);
     if (part.rows == 0) continue;
     const bool whole = part.rows == all;
@@ -111,14 +121,26 @@ double GPTJob::mean_loss(const std::vector<TextBatch>& batches, const Ranks& ran
                                 : cross_entropy(model_(shard_rows(b.inputs, part)), shard_rows(b.targets, part));
     sum += loss.item() * static_cast<double>(part.rows);
     rows += part.rows;
+    tokens += part.rows * block;
+    // The text this rank's rows predict: the bytes of their targets.
+    const auto first = b.targets.data.begin() + static_cast<std::ptrdiff_t>(part.begin * block);
+    const auto last = first + static_cast<std::ptrdiff_t>(part.rows * block);
+    for (auto t = first; t != last; ++t) bytes += token_bytes_[static_cast<size_t>(*t)];
   }
   if (ranks.size() > 1) {
-    std::vector<double> v{sum, static_cast<double>(rows)};
+    std::vector<double> v{sum, static_cast<double>(rows), static_cast<double>(tokens), static_cast<double>(bytes)};
     ranks.sum(v);
     sum = v[0];
     rows = static_cast<int64_t>(v[1]);
+    tokens = static_cast<int64_t>(v[2]);
+    bytes = static_cast<int64_t>(v[3]);
   }
-  return sum / static_cast<double>(rows);
+  const double loss = sum / static_cast<double>(rows);
+  // total nats / ln 2 / total bytes, with total nats = loss * tokens. Written as the loss times
+  // tokens / bytes, so that where every token is one byte the ratio is exactly 1 and the figure
+  // exactly loss / ln 2.
+  const double bits_per_byte = loss * (static_cast<double>(tokens) / static_cast<double>(bytes)) / std::log(2.0);
+  return {.loss = loss, .bits_per_byte = bits_per_byte};
 }
 
 SplitLoss GPTJob::evaluate_whole_split(const Ranks& ranks) {
@@ -128,16 +150,19 @@ SplitLoss GPTJob::evaluate_whole_split(const Ranks& ranks) {
       tiled_batches(data_.val, {.batch = options_.batch, .block_size = model_.options().block_size});
   int64_t windows = 0;
   for (const TextBatch& b : batches) windows += b.inputs.shape[0];
-  return {.loss = mean_loss(batches, ranks), .windows = windows};
+  const HeldOutLoss held_out = mean_loss(batches, ranks);
+  return {.loss = held_out.loss, .bits_per_byte = held_out.bits_per_byte, .windows = windows};
 }
 
 Evaluation GPTJob::evaluate(const Ranks& ranks) {
   Evaluation e;
-  e.loss = mean_loss(eval_, ranks);
+  const HeldOutLoss held_out = mean_loss(eval_, ranks);
+  e.loss = held_out.loss;
+  e.bits_per_byte = held_out.bits_per_byte;
   std::ostringstream line;
   line.setf(std::ios::fixed);
   line.precision(4);
-  line << "validation loss " << e.loss;
+  line << "validation loss " << e.loss << " (" << e.bits_per_byte << " bits per byte)";
   e.summary = line.str();
   // Over several processes only rank 0 shows a sample.
   const std::string text = ranks.rank() == 0 ? sample() : std::string();
@@ -168,6 +193,11 @@ std::map<std::string, std::string> GPTJob::metadata() const {
 GPTJobOptions gpt_job_options_from(const Checkpoint& ck, const GPTJobOptions& base) {
   return parse_entry(require_model_kind(ck, "gpt"), "data",
                      [&](const std::string& s) { return data_options_from_json(s, base); });
+}
+
+bool gpt_data_names_corpus(const Checkpoint& ck) {
+  return parse_entry(require_model_kind(ck, "gpt"), "data",
+                     [](const std::string& s) { return parse_json(s).contains("corpus"); });
 }
 
 GPTOptions gpt_options_from(const Checkpoint& ck) {

@@ -13,9 +13,15 @@
 // mean loss over the same fixed validation windows (eval_batches) plus, on rank 0, a short
 // sample from a fixed prompt (seeded, so two runs print the same text).
 //
+// Every held-out loss is also given in bits per byte of text: the total nats over the evaluated
+// targets / ln 2 / the bytes of those targets' text (Tokenizer::token_bytes), so that runs with
+// different tokenizers compare on one scale. For the byte tokenizer it is the loss / ln 2.
+//
 // Checkpoint entries: "model" (gpt_options_to_json), "tokenizer" (Tokenizer::to_json, so
-// generation needs no data file) and "data" (batch, seed, train_fraction, and the token count
-// and a checksum of the tokens, so a resume on another text is refused).
+// generation needs no data file) and "data" (batch, seed, train_fraction, the token count and a
+// checksum of the tokens, so a resume on another text is refused, and "corpus": the name, bytes
+// and checksum of every source of the text in order, when the caller gave them). A checkpoint
+// written before "corpus" existed resumes with a job given no sources (gpt_data_names_corpus).
 #pragma once
 
 #include <cstdint>
@@ -45,9 +51,11 @@ struct GPTJobOptions {
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const GPTJobOptions& options);
 
-// The mean loss over a whole validation split, and the windows it was taken over.
+// The mean loss over a whole validation split (nats per token and bits per byte of text), and
+// the windows it was taken over.
 struct SplitLoss {
   double loss = 0;
+  double bits_per_byte = 0;
   int64_t windows = 0;
 };
 
@@ -56,8 +64,10 @@ class GPTJob : public TrainingJob {
   // The model must outlive the job and have vocab == tokenizer.vocab_size(). Validates the
   // options and checks that both parts of the split hold at least block_size + 1 tokens
   // (std::invalid_argument naming both numbers). A sample prompt the tokenizer cannot encode
-  // falls back to the first training token.
-  GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options);
+  // falls back to the first training token. `corpus`: the sources of the text the tokens encode
+  // (read_corpus_sources), recorded in the "data" entry; none, none recorded.
+  GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options,
+         const std::vector<CorpusPart>& corpus = {});
 
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
@@ -85,14 +95,22 @@ class GPTJob : public TrainingJob {
   std::string data_json_;  // the "data" entry
   std::vector<TextBatch> eval_;
   std::vector<int64_t> prompt_;
+  std::vector<int64_t> token_bytes_;  // the tokenizer's bytes per id
 
-  // The mean loss over every window of `batches`, each window's rows split over the ranks.
-  double mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks);
+  // The mean loss over every window of `batches` (nats per token, bits per byte), each
+  // window's rows split over the ranks.
+  struct HeldOutLoss {
+    double loss = 0, bits_per_byte = 0;
+  };
+  HeldOutLoss mean_loss(const std::vector<TextBatch>& batches, const Ranks& ranks);
 };
 
 // The trajectory options of a GPT checkpoint's "data" entry, into `base` (whose observing
 // options are kept); std::runtime_error naming the file when it is missing or invalid.
 GPTJobOptions gpt_job_options_from(const Checkpoint& checkpoint, const GPTJobOptions& base);
+// Whether the checkpoint's "data" entry describes the corpus's sources ("corpus"); false for one
+// written before train_gpt read several, whose resume builds its job without them.
+bool gpt_data_names_corpus(const Checkpoint& checkpoint);
 
 // A trained model for generation: built from the checkpoint's options with its parameters
 // loaded (the optimizer state is ignored), in eval mode. std::runtime_error naming the file

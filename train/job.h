@@ -37,6 +37,9 @@ struct StepLoss {
 struct Evaluation {
   static constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
   double loss = kNone;       // mean cross-entropy per held-out token, nats
+  // The same held-out loss in bits per byte of text: total nats / ln 2 / the UTF-8 bytes of
+  // the predicted tokens (language models), comparable across tokenizers.
+  double bits_per_byte = kNone;
   double token_acc = kNone;  // in [0, 1]
   double seq_acc = kNone;    // in [0, 1]: what the run's target accuracy is compared with
   std::string summary;       // one line for the person watching, e.g. "held-out loss 0.1234, ..."

@@ -231,6 +231,7 @@ TrainSummary Trainer::run() {
     row.step = step_;
     if (window_steps_ > 0) row.train_loss = window_loss_sum_ / static_cast<double>(window_steps_);
     row.eval_loss = summary.eval.loss;
+    row.eval_bits_per_byte = summary.eval.bits_per_byte;
     row.token_acc = summary.eval.token_acc;
     row.seq_acc = summary.eval.seq_acc;
     if (last != nullptr) {
@@ -248,6 +249,7 @@ TrainSummary Trainer::run() {
     }
     if (last != nullptr && !outputs_.checkpoint_path.empty()) save_and_mark();
     info.val_loss = row.eval_loss;
+    info.val_bits_per_byte = row.eval_bits_per_byte;
     info.token_acc = row.token_acc;
     info.seq_acc = row.seq_acc;
     if (display) {

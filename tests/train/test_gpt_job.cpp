@@ -6,17 +6,22 @@
 // without saving the bad state, weight decay on matrices leaves the other parameters alone, the
 // loss over the whole validation split is every window once, and a golden run guards the whole
 // trajectory.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/gpt_job.h"
+#include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
 #include "attograd/train/losses.h"
+#include "attograd/train/report/metrics_log.h"
 #include "attograd/train/seq2seq_job.h"
 #include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
@@ -37,6 +42,8 @@ std::string tiny_text() {
   for (int i = 0; i < 20; ++i) text += verse;
   return text;
 }
+
+void write_text_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 GPTOptions tiny_gpt(int64_t vocab, double dropout = 0.0) {
   return {.vocab = vocab, .block_size = 16, .d_model = 16, .n_head = 2, .n_layers = 1, .dropout = dropout, .bias = true};
@@ -249,6 +256,82 @@ BOOST_AUTO_TEST_CASE(the_whole_split_is_every_window_once_and_eval_windows_sets_
   BOOST_TEST(sampled != whole.loss);
 }
 
+// Bits per byte with the byte tokenizer: every token is one byte, so the figure is the loss in
+// nats / ln 2 to the last bit, for the sampled evaluation and for the whole split.
+BOOST_AUTO_TEST_CASE(bits_per_byte_of_the_byte_tokenizer_is_the_loss_over_ln2_exactly) {
+  const Tokenizer tok = Tokenizer::bytes();
+  manual_seed(3);
+  GPT model(tiny_gpt(tok.vocab_size()));
+  GPTJob job(model, tok, tok.encode(tiny_text()), tiny_job());
+  Trainer trainer(job, tiny_options(10));
+  for (int i = 0; i < 3; ++i) trainer.train_step();
+  const Evaluation e = trainer.evaluate();
+  BOOST_TEST(std::isfinite(e.loss));
+  BOOST_TEST(e.bits_per_byte == e.loss / std::log(2.0));
+  BOOST_TEST(e.summary.find("bits per byte") != std::string::npos, e.summary);
+  const SplitLoss whole = job.evaluate_whole_split();
+  BOOST_TEST(whole.bits_per_byte == whole.loss / std::log(2.0));
+}
+
+// Bits per byte with the character tokenizer on a text of 1- to 4-byte characters: the total
+// nats over the whole split's targets / ln 2 / the UTF-8 bytes of those targets, computed here
+// window by window with the bytes counted from the decoded text. It is not the loss / ln 2:
+// the multi-byte characters make a token worth more than a byte.
+BOOST_AUTO_TEST_CASE(bits_per_byte_of_the_char_tokenizer_counts_the_utf8_bytes_of_the_targets) {
+  std::string text;
+  for (int i = 0; i < 30; ++i) text += "the caf\u00e9 sat \u2014 na\u00efve se\u00f1or \u2713 \U0001F600 on the mat\n";
+  const Tokenizer tok = Tokenizer::characters(text);
+  const std::vector<int64_t> lengths = tok.token_bytes();
+  BOOST_TEST(*std::max_element(lengths.begin(), lengths.end()) == 4);
+  GPTJobOptions j = tiny_job();
+  j.batch = 4;
+  manual_seed(5);
+  GPT model(tiny_gpt(tok.vocab_size()));
+  GPTJob job(model, tok, tok.encode(text), j);
+  const SplitLoss whole = job.evaluate_whole_split();
+
+  const std::vector<int64_t>& val = job.data().val;
+  const int64_t block = model.options().block_size;
+  double nats = 0;
+  int64_t bytes = 0, tokens = 0;
+  {
+    NoGradGuard no_grad;
+    EvalModeGuard eval_mode(model);
+    for (int64_t w = 0; w < whole.windows; ++w) {
+      const auto at = val.begin() + w * block;
+      const std::vector<int64_t> targets(at + 1, at + block + 1);
+      const Indices ids(Shape{1, block}, std::vector<int64_t>(at, at + block));
+      nats += cross_entropy(model(ids), Indices(Shape{1, block}, targets)).item() * static_cast<double>(block);
+      bytes += static_cast<int64_t>(tok.decode(targets).size());
+      tokens += block;
+    }
+  }
+  BOOST_REQUIRE(bytes > tokens);  // the split does hold multi-byte characters
+  const double by_hand = nats / std::log(2.0) / static_cast<double>(bytes);
+  BOOST_TEST(whole.bits_per_byte == by_hand, boost::test_tools::tolerance(1e-5));
+  BOOST_TEST(std::abs(whole.bits_per_byte - whole.loss / std::log(2.0)) > 0.05);
+  // The sampled evaluation counts its own windows' bytes the same way.
+  const Evaluation e = Trainer(job, tiny_options(10)).evaluate();
+  BOOST_TEST(e.bits_per_byte < e.loss / std::log(2.0));
+  BOOST_TEST(e.bits_per_byte > e.loss / std::log(2.0) / 4);
+}
+
+// The metrics log of a language model carries its validation loss in bits per byte at every
+// evaluation, the baseline included: the figure the evaluation computed.
+BOOST_AUTO_TEST_CASE(the_metrics_log_carries_bits_per_byte) {
+  TempDir dir;
+  Run run(tiny_options(10), {.log_path = dir.file("metrics.jsonl")});
+  const TrainSummary s = run.trainer->run();
+  const std::vector<MetricsRow> rows = read_metrics_log(dir.file("metrics.jsonl"));
+  BOOST_REQUIRE(rows.size() == 3u);  // steps 0, 5 and 10
+  for (const MetricsRow& r : rows) {
+    BOOST_TEST(std::isfinite(r.eval_bits_per_byte), "step " << r.step);
+    BOOST_TEST(r.eval_bits_per_byte == r.eval_loss / std::log(2.0), boost::test_tools::tolerance(1e-12));
+  }
+  BOOST_TEST(rows.back().eval_bits_per_byte == s.eval.bits_per_byte);
+  BOOST_TEST(read_file(dir.file("metrics.jsonl")).find("\"eval_bits_per_byte\":") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(the_loss_falls_over_fifty_steps) {
   Run run(tiny_options(50));
   const Evaluation before = run.trainer->evaluate();
@@ -411,6 +494,70 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_text_or_configuration) {
   Run sgd(tiny_options(10, OptimizerKind::sgd));
   AG_CHECK_THROWS_WITH(sgd.trainer->resume(dir.file("ckpt.safetensors")), std::runtime_error, "trainer",
                        "\"optimizer\":\"adamw\"", "\"optimizer\":\"sgd\"");
+}
+
+// The "data" entry names every source of the text, in order, by name, size and checksum: a resume
+// (or a rank) on the same files in another order is refused with both lists in the message, and
+// the same files resume. A checkpoint written before the entry named its sources still reads and
+// resumes with a job given none: the token checksum alone guards its text.
+BOOST_AUTO_TEST_CASE(the_data_entry_names_every_source_and_old_entries_without_them_still_resume) {
+  TempDir dir;
+  write_text_file(dir.file("a.txt"), tiny_text());
+  write_text_file(dir.file("b.txt"), "the dog sat on the cat\n");
+  const TrainerOptions o = tiny_options(10);
+  const auto job_on = [&](const Tokenizer& tok, const Corpus& c, GPT& model) {
+    return std::make_unique<GPTJob>(model, tok, tok.encode(c.text), tiny_job(), c.parts);
+  };
+  const Corpus ab = read_corpus_sources({dir.file("a.txt"), dir.file("b.txt")});
+  const Corpus ba = read_corpus_sources({dir.file("b.txt"), dir.file("a.txt")});
+  const Tokenizer tok = Tokenizer::characters(tiny_text());
+  manual_seed(1);
+  GPT model(tiny_gpt(tok.vocab_size()));
+  const auto job = job_on(tok, ab, model);
+  const std::string entry = job->metadata().at("data");
+  const std::string a_part = R"({"name":"a.txt","bytes":)" + std::to_string(tiny_text().size()) +
+                             R"(,"crc32c":)" + std::to_string(crc32c(tiny_text().data(), tiny_text().size())) + "}";
+  BOOST_TEST(entry.find(R"("corpus":[)" + a_part + R"(,{"name":"b.txt","bytes":23,)") != std::string::npos, entry);
+  Trainer trainer(*job, o);
+  trainer.train_step();
+  const std::string path = dir.file("ckpt.safetensors");
+  trainer.save_checkpoint(path);
+  BOOST_TEST(gpt_data_names_corpus(Checkpoint::open(path)));
+
+  GPT same_model(tiny_gpt(tok.vocab_size()));
+  const auto same = job_on(tok, ab, same_model);
+  Trainer same_trainer(*same, o);
+  same_trainer.resume(path);
+  BOOST_TEST(same_trainer.step() == 1);
+
+  GPT other_model(tiny_gpt(tok.vocab_size()));
+  const auto reordered = job_on(tok, ba, other_model);
+  Trainer reordered_trainer(*reordered, o);
+  AG_CHECK_THROWS_WITH(reordered_trainer.resume(path), std::runtime_error, "ckpt.safetensors", "'data'", entry,
+                       reordered->metadata().at("data"));
+
+  // An old checkpoint: its data entry without "corpus".
+  SafetensorsFile f = load_safetensors(path);
+  std::string old = f.metadata.at("data");
+  old.erase(old.find(R"(,"corpus":)"), std::string::npos);
+  old += "}";
+  f.metadata["data"] = old;
+  const std::string old_path = dir.file("old.safetensors");
+  save_safetensors(old_path, f);
+  const Checkpoint old_ck = Checkpoint::open(old_path);
+  BOOST_TEST(!gpt_data_names_corpus(old_ck));
+  BOOST_TEST(gpt_job_options_from(old_ck, {}).batch == tiny_job().batch);
+  GPT old_model(tiny_gpt(tok.vocab_size()));
+  GPTJob without_sources(old_model, tok, tok.encode(ab.text), tiny_job());
+  BOOST_TEST(without_sources.metadata().at("data") == old);
+  Trainer old_trainer(without_sources, o);
+  old_trainer.resume(old_ck);
+  BOOST_TEST(old_trainer.step() == 1);
+  // A job that names its sources does not take the old entry for its own.
+  GPT named_model(tiny_gpt(tok.vocab_size()));
+  const auto named = job_on(tok, ab, named_model);
+  Trainer named_trainer(*named, o);
+  AG_CHECK_THROWS_WITH(named_trainer.resume(old_ck), std::runtime_error, "old.safetensors", "'data'");
 }
 
 BOOST_AUTO_TEST_CASE(the_checkpoint_names_its_kind_and_holds_the_tied_weight_once_and_reloads_it_tied) {

@@ -73,13 +73,18 @@ BOOST_AUTO_TEST_CASE(rows_are_json_lines_with_null_for_missing) {
   r.train_loss = 0.5;
   r.lr = 0.25;
   BOOST_TEST(metrics_row_json(r) ==
-             R"({"step":7,"train_loss":0.5,"eval_loss":null,"token_acc":null,"seq_acc":null,"lr":0.25,)"
+             R"({"step":7,"train_loss":0.5,"eval_loss":null,"eval_bits_per_byte":null,"token_acc":null,"seq_acc":null,)"
+             R"("lr":0.25,)"
              R"("grad_norm":null,"tokens_per_s":null,"elapsed_s":null})");
   const MetricsRow back = parse_metrics_row(metrics_row_json(r));
   BOOST_TEST(back.step == 7);
   BOOST_TEST(back.train_loss == 0.5);
   BOOST_TEST(std::isnan(back.eval_loss));
+  BOOST_TEST(std::isnan(back.eval_bits_per_byte));
   BOOST_TEST(back.lr == 0.25);
+  r.eval_bits_per_byte = 1.5;  // a language model's held-out loss in bits per byte
+  BOOST_TEST(metrics_row_json(r).find(R"("eval_bits_per_byte":1.5,)") != std::string::npos);
+  BOOST_TEST(parse_metrics_row(metrics_row_json(r)).eval_bits_per_byte == 1.5);
 }
 
 BOOST_AUTO_TEST_CASE(each_row_is_on_disk_as_soon_as_it_is_appended) {

@@ -51,6 +51,10 @@ BOOST_AUTO_TEST_CASE(line_shows_the_validation_loss_when_there_is_one) {
   lm.tokens_per_s = 6600;
   lm.elapsed_s = 62;
   BOOST_TEST(format_progress_line(lm) == "step 100/300  33% | loss 2.6787 | val 2.6471 | 6.6k tok/s | 1m02s | ETA 2m04s");
+  // The same validation loss in bits per byte of text, after it.
+  lm.val_bits_per_byte = 3.81903;
+  BOOST_TEST(format_progress_line(lm) ==
+             "step 100/300  33% | loss 2.6787 | val 2.6471 = 3.8190 bpb | 6.6k tok/s | 1m02s | ETA 2m04s");
 }
 
 BOOST_AUTO_TEST_CASE(durations_and_rates) {

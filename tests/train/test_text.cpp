@@ -1,5 +1,6 @@
 // Text for the language model: the corpus (a user file or Debian's fortunes), the character and
 // byte tokenizers with their JSON descriptions, the train/validation split and the batches.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "attograd/models/gpt.h"
 #include "attograd/train/data/text.h"
+#include "attograd/train/io/crc32c.h"
 #include "train_support.h"
 
 namespace ag::testing {
@@ -99,10 +101,96 @@ BOOST_AUTO_TEST_CASE(default_corpus_is_the_fortunes_without_separators_index_fil
 
 BOOST_AUTO_TEST_CASE(a_user_file_is_read_byte_for_byte) {
   TempDir dir;
-  // A user's file keeps its "%" lines (only the fortunes use them as separators) and any bytes.
-  const std::string bytes = std::string("%\nline one\n\xff\x00tail", 17);
+  // A user's file keeps its "%" lines (only the fortunes use them as separators) and any bytes
+  // but NUL.
+  const std::string bytes = "%\nline one\n\xff\x01tail";
   write_bytes(dir.file("corpus.txt"), bytes);
   BOOST_TEST(read_corpus(dir.file("corpus.txt")) == bytes);
+  BOOST_TEST(read_corpus_sources({dir.file("corpus.txt")}).text == bytes);
+}
+
+// No text holds a NUL byte; a binary file or UTF-16 text does, and would train on garbage.
+BOOST_AUTO_TEST_CASE(a_file_with_a_nul_byte_is_refused_naming_it_and_the_offset) {
+  TempDir dir;
+  write_bytes(dir.file("utf16.txt"), std::string("h\0i\0", 4));
+  AG_CHECK_THROWS_WITH(read_corpus(dir.file("utf16.txt")), std::invalid_argument, dir.file("utf16.txt"), "NUL",
+                       "offset 1", "4 bytes");
+  write_bytes(dir.file("good.txt"), "good text\n");
+  AG_CHECK_THROWS_WITH(read_corpus_sources({dir.file("good.txt"), dir.file("utf16.txt")}), std::invalid_argument,
+                       dir.file("utf16.txt"), "NUL", "offset 1");
+}
+
+// Several files: each as it is, in the given order, a newline put between two where the first
+// does not end with one (and nowhere else: not after the last, not doubled); each part
+// recorded by its file name, size and checksum.
+BOOST_AUTO_TEST_CASE(several_files_are_joined_in_order_with_a_newline_where_one_is_missing) {
+  TempDir dir;
+  write_bytes(dir.file("a.txt"), "first line\nno newline at the end");
+  write_bytes(dir.file("b.txt"), "second file\n");
+  write_bytes(dir.file("c.txt"), "third, unterminated");
+  const Corpus corpus = read_corpus_sources({dir.file("a.txt"), dir.file("b.txt"), dir.file("c.txt")});
+  BOOST_TEST(corpus.text == "first line\nno newline at the end\nsecond file\nthird, unterminated");
+  BOOST_REQUIRE(corpus.parts.size() == 3u);
+  BOOST_TEST(corpus.parts[0].name == "a.txt");
+  BOOST_TEST(corpus.parts[1].name == "b.txt");
+  BOOST_TEST(corpus.parts[2].name == "c.txt");
+  BOOST_TEST(corpus.parts[0].bytes == 32);
+  BOOST_TEST(corpus.parts[1].bytes == 12);
+  BOOST_TEST(corpus.parts[0].crc32c == crc32c("first line\nno newline at the end", 32));
+  BOOST_TEST(corpus.parts[1].crc32c == crc32c("second file\n", 12));
+  // The order is the user's.
+  BOOST_TEST(read_corpus_sources({dir.file("c.txt"), dir.file("b.txt")}).text == "third, unterminated\nsecond file\n");
+  BOOST_TEST(read_corpus_sources({dir.file("b.txt"), dir.file("b.txt")}).text == "second file\nsecond file\n");
+}
+
+// Every bad file among good ones is refused by its own name, whichever place it has.
+BOOST_AUTO_TEST_CASE(each_bad_file_among_several_is_refused_by_name) {
+  TempDir dir;
+  write_bytes(dir.file("good.txt"), "some text\n");
+  write_bytes(dir.file("empty.txt"), "");
+  const std::string good = dir.file("good.txt"), missing = dir.file("missing.txt");
+  AG_CHECK_THROWS_WITH(read_corpus_sources({good, missing}), std::invalid_argument, "read_corpus", missing);
+  AG_CHECK_THROWS_WITH(read_corpus_sources({missing, good}), std::invalid_argument, "read_corpus", missing);
+  AG_CHECK_THROWS_WITH(read_corpus_sources({good, dir.file("empty.txt"), good}), std::invalid_argument, "read_corpus",
+                       dir.file("empty.txt"), "empty");
+  AG_CHECK_THROWS_WITH(read_corpus_sources({good, dir.path()}), std::invalid_argument, dir.path(), "not a regular file");
+  AG_CHECK_THROWS_WITH(read_corpus_sources({good, ""}), std::invalid_argument, "empty path");
+}
+
+// The named corpora: no sources is the fortunes, "fortunes" too; a path is never a name.
+BOOST_AUTO_TEST_CASE(named_corpora_are_known_by_name_and_the_fortunes_are_the_default) {
+  BOOST_TEST(is_corpus_name("fortunes"));
+  BOOST_TEST(is_corpus_name("bible"));
+  BOOST_TEST(!is_corpus_name("./bible"));
+  BOOST_TEST(!is_corpus_name("bible.txt"));
+  BOOST_TEST(!is_corpus_name("/usr/share/games/fortunes"));
+  const Corpus fortunes = read_corpus_sources({});
+  BOOST_TEST(fortunes.text == read_corpus(""));
+  BOOST_REQUIRE(fortunes.parts.size() == 1u);
+  BOOST_TEST(fortunes.parts[0].name == "fortunes");
+  BOOST_TEST(fortunes.parts[0].bytes == static_cast<int64_t>(fortunes.text.size()));
+  BOOST_TEST(read_corpus_sources({"fortunes"}).text == fortunes.text);
+}
+
+// Debian's King James Bible (bible-kjv-text, read through its program `bible`): its 31,102
+// verses one a line, the references left out, plain ASCII.
+BOOST_AUTO_TEST_CASE(the_bible_corpus_is_every_verse_one_a_line_without_references) {
+  const Corpus bible = read_corpus_sources({"bible"});
+  const std::string& text = bible.text;
+  BOOST_TEST(text.rfind("In the beginning God created the heaven and the earth.\nAnd the earth was without form", 0) == 0u);
+  BOOST_TEST(text.ends_with("The grace of our Lord Jesus Christ be with you all. Amen.\n"));
+  BOOST_TEST(std::count(text.begin(), text.end(), '\n') == 31102);
+  BOOST_TEST(text.find("Ge1:1") == std::string::npos);
+  BOOST_TEST(text.find("\n\n") == std::string::npos);
+  BOOST_TEST(std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 128; }));
+  BOOST_REQUIRE(bible.parts.size() == 1u);
+  BOOST_TEST(bible.parts[0].name == "bible");
+  BOOST_TEST(bible.parts[0].bytes == static_cast<int64_t>(text.size()));
+  BOOST_TEST(read_corpus_sources({"bible"}).parts[0].crc32c == bible.parts[0].crc32c);  // the same text every time
+  // With a file after it: the bible's text ends with its newline, so none is added.
+  TempDir dir;
+  write_bytes(dir.file("more.txt"), "more");
+  BOOST_TEST(read_corpus_sources({"bible", dir.file("more.txt")}).text == text + "more");
 }
 
 BOOST_AUTO_TEST_CASE(missing_directory_and_empty_files_are_errors_naming_the_path) {
@@ -116,6 +204,18 @@ BOOST_AUTO_TEST_CASE(missing_directory_and_empty_files_are_errors_naming_the_pat
 }
 
 // ---- character tokenizer ------------------------------------------------------------------
+
+// What bits per byte divides by: a character token's UTF-8 length, a byte token's 1.
+BOOST_AUTO_TEST_CASE(token_bytes_are_each_ids_utf8_length) {
+  const Tokenizer chars = Tokenizer::characters("a\xC3\xA9\xE2\x9C\x93\xF0\x9F\x98\x80 ");  // "aé✓😀 "
+  BOOST_TEST(chars.token_bytes() == (std::vector<int64_t>{1, 1, 2, 3, 4}), boost::test_tools::per_element());
+  for (int64_t id = 0; id < chars.vocab_size(); ++id) {
+    BOOST_TEST(chars.token_bytes()[static_cast<size_t>(id)] == static_cast<int64_t>(chars.decode(id).size()));
+  }
+  const std::vector<int64_t> bytes = Tokenizer::bytes().token_bytes();
+  BOOST_TEST(bytes.size() == 256u);
+  BOOST_TEST(std::count(bytes.begin(), bytes.end(), 1) == 256);
+}
 
 BOOST_AUTO_TEST_CASE(characters_are_utf8_code_points_sorted_by_bytes) {
   const std::string text = "h\xC3\xA9llo \xE2\x9C\x93";  // "héllo ✓"

@@ -24,7 +24,7 @@ BOOST_AUTO_TEST_SUITE(train_gpt_args)
 
 BOOST_AUTO_TEST_CASE(the_defaults_are_the_baby_model_on_fortunes) {
   const TrainGPTArgs a = parse({});
-  BOOST_TEST(a.data_path.empty());  // the fortunes corpus
+  BOOST_TEST(a.data.empty());  // the fortunes corpus
   BOOST_TEST(a.tokenizer == "char");
   BOOST_TEST(a.model.n_layers == 4);
   BOOST_TEST(a.model.n_head == 4);
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(every_flag_reaches_its_option) {
                                 "--optimizer", "sgd", "--momentum", "0.8", "--schedule", "linear",
                                 "--threads", "1", "--save", "a.st", "--log", "a.jsonl", "--plot", "a.svg",
                                 "--overwrite", "--quiet"});
-  BOOST_TEST(a.data_path == "my.txt");
+  BOOST_TEST(a.data == std::vector<std::string>{"my.txt"}, boost::test_tools::per_element());
   BOOST_TEST(a.tokenizer == "byte");
   BOOST_TEST(a.model.n_layers == 2);
   BOOST_TEST(a.model.n_head == 3);
@@ -195,7 +195,8 @@ BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
   std::ofstream(dir.file("gpt.toml")) << a.config_text;
   const TrainGPTArgs b = parse_training_args<TrainGPTArgs>({"--config", dir.file("gpt.toml")});
   // The written configuration names its paths absolutely: the same file wherever it is read from.
-  BOOST_TEST(b.data_path == std::filesystem::absolute(a.data_path).lexically_normal().string());
+  BOOST_TEST(b.data == std::vector<std::string>{std::filesystem::absolute("my text.txt").string()},
+             boost::test_tools::per_element());
   BOOST_TEST(b.tokenizer == "byte");
   BOOST_TEST(gpt_options_to_json(b.model) == gpt_options_to_json(a.model));
   BOOST_TEST(trainer_options_to_json(b.trainer) == trainer_options_to_json(a.trainer));
@@ -211,6 +212,31 @@ BOOST_AUTO_TEST_CASE(the_written_configuration_reads_back_to_the_same_options) {
   BOOST_TEST(b.job.eval_windows == 96);
   BOOST_TEST(b.eval_full);
   BOOST_TEST(b.config_text == a.config_text);  // and the file written from the file is the same file
+}
+
+// --data takes several sources, after one flag or repeated, in order; a corpus name stays a
+// name (not made a path, not an input file the outputs must avoid), ./NAME is a file; the
+// written configuration lists them as a TOML array that reads back to the same sources.
+BOOST_AUTO_TEST_CASE(data_takes_several_files_and_corpus_names_in_order) {
+  TempDir dir;
+  const TrainGPTArgs a = parse_training_args<TrainGPTArgs>(
+      {"--data", "a.txt", "bible", "--data", "./fortunes", "--write-config", dir.file("gpt.toml")});
+  BOOST_TEST(a.data == (std::vector<std::string>{"a.txt", "bible", "./fortunes"}), boost::test_tools::per_element());
+  std::vector<std::string> inputs;
+  for (const InputFile& f : a.inputs) {
+    if (f.role == "--data") inputs.push_back(f.path);
+  }
+  BOOST_TEST(inputs == (std::vector<std::string>{"a.txt", "./fortunes"}), boost::test_tools::per_element());
+  const std::string abs_a = std::filesystem::absolute("a.txt").lexically_normal().string();
+  const std::string abs_f = std::filesystem::absolute("./fortunes").lexically_normal().string();
+  BOOST_TEST(a.config_text.find("data=[\"" + abs_a + "\", \"bible\", \"" + abs_f + "\"]") != std::string::npos, a.config_text);
+  std::ofstream(dir.file("gpt.toml")) << a.config_text;
+  const TrainGPTArgs b = parse_training_args<TrainGPTArgs>({"--config", dir.file("gpt.toml")});
+  BOOST_TEST(b.data == (std::vector<std::string>{abs_a, "bible", abs_f}), boost::test_tools::per_element());
+  // None given: no data line at all, so the configuration reads back to the default.
+  const TrainGPTArgs none = parse({});
+  BOOST_TEST(none.config_text.find("data=") == std::string::npos);
+  AG_CHECK_THROWS_WITH(parse({"--data", ""}), UsageError, "--data", "empty");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # train_gpt's recipe knobs as a user meets them: --eval-windows, --no-bias, --decay-params,
 # --beta1 / --beta2 run, and --eval-full ends the run with the loss over the whole validation
-# split, over every non-overlapping window of it: floor((validation tokens - 1) / block size).
+# split, over every non-overlapping window of it: floor((validation tokens - 1) / block size), in
+# nats per token and in bits per byte.
 #   train_gpt_evaluates_the_whole_split.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 block=8
@@ -14,7 +15,7 @@ if [ "$status" -ne 0 ]; then
 else
   validation=$(sed -n 's/.* train, \([0-9]*\) validation).*/\1/p' out.txt)
   want=$(((validation - 1) / block))
-  if ! grep -Eq "^validation loss over the whole split: [0-9]+\.[0-9]{4} over $want windows$" out.txt; then
+  if ! grep -Eq "^validation loss over the whole split: [0-9]+\.[0-9]{4} over $want windows, [0-9]+\.[0-9]{4} bits per byte$" out.txt; then
     fail "expected the whole split's $want windows ($validation validation tokens), got: $(grep -i 'whole split' out.txt)"
   fi
 fi

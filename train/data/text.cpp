@@ -7,8 +7,11 @@
 #include <stdexcept>
 #include <system_error>
 
+#include <sys/wait.h>
+
 #include "attograd/core/rng.h"
 #include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/json_text.h"
 
 namespace ag {
@@ -69,6 +72,84 @@ std::string read_fortunes() {
   return text;
 }
 
+// The King James Bible as Debian's `bible` prints it with -f: one verse a line, each opening
+// with its reference and a blank ("Ge1:1 In the beginning ..."). The text is kept one verse a
+// line with the references left out: they are a numbering, not the text.
+std::string read_bible() {
+  namespace fs = std::filesystem;
+  const std::string program = kBibleProgram;
+  const std::string hint = " (install Debian's King James Bible with `apt-get install bible-kjv-text bible-kjv`)";
+  std::error_code ec;
+  if (!fs::exists(program, ec)) throw std::invalid_argument("read_corpus: no '" + program + "' to read the bible corpus" + hint);
+  // A fixed command, no user text in it; stdin closed so that the program never waits for a
+  // reader, stderr kept apart so a complaint is not read as scripture.
+  const std::string command = program + " -f Gen1:1-Rev22:21 </dev/null 2>/dev/null";
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) throw std::invalid_argument("read_corpus: cannot run '" + command + "'" + hint);
+  std::string out;
+  char buf[1 << 16];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  if (status != 0 || out.empty()) {
+    const std::string how = status == -1          ? "could not be waited for"
+                            : WIFEXITED(status)   ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                            : WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
+                                                  : "ended with wait status " + std::to_string(status);
+    throw std::invalid_argument("read_corpus: '" + command + "' " + how + " after " + std::to_string(out.size()) +
+                                " bytes of output" + hint);
+  }
+  std::string text;
+  text.reserve(out.size());
+  size_t begin = 0, verses = 0;
+  while (begin < out.size()) {
+    const size_t newline = out.find('\n', begin);
+    const size_t end = newline == std::string::npos ? out.size() : newline;
+    const size_t blank = out.find(' ', begin);
+    const size_t colon = out.find(':', begin);
+    // "Ge1:1 ", "1Co13:4 ": a reference is letters, digits and one colon, closed by a blank.
+    if (blank >= end || colon >= blank || blank == begin) {
+      throw std::runtime_error("read_corpus: '" + program + "' printed a line without a verse reference, line " +
+                               std::to_string(verses + 1) + ": '" + out.substr(begin, std::min<size_t>(end - begin, 80)) + "'");
+    }
+    text.append(out, blank + 1, end - blank - 1);
+    text += '\n';
+    ++verses;
+    begin = end + 1;
+  }
+  return text;
+}
+
+// The NUL bytes of a source: no text holds one (a binary file does, and UTF-16 text).
+void refuse_nul(const std::string& name, const std::string& text) {
+  const size_t at = text.find('\0');
+  if (at != std::string::npos) {
+    throw std::invalid_argument("read_corpus: '" + name + "' holds a NUL byte at offset " + std::to_string(at) +
+                                " of its " + std::to_string(text.size()) +
+                                " bytes: it is not text (a binary file, or UTF-16: convert it to UTF-8)");
+  }
+}
+
+std::string read_source(const std::string& source) {
+  std::string text;
+  if (source.empty() || source == "fortunes") {
+    text = read_fortunes();
+  } else if (source == "bible") {
+    text = read_bible();
+  } else {
+    try {
+      // read_file refuses directories, FIFOs and devices and names the path and the reason.
+      text = read_file(source);
+    } catch (const std::runtime_error& e) {
+      throw std::invalid_argument(std::string("read_corpus: ") + e.what());
+    }
+    if (text.empty()) {
+      throw std::invalid_argument("read_corpus: '" + source + "' is empty; a language model needs text to learn from");
+    }
+  }
+  refuse_nul(source.empty() ? "fortunes" : source, text);
+  return text;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Batches
 
@@ -110,17 +191,27 @@ TextBatch empty_batch(int64_t rows, int64_t block) {
 
 }  // namespace
 
+bool is_corpus_name(const std::string& source) { return source == "fortunes" || source == "bible"; }
+
 std::string read_corpus(const std::string& path) {
-  if (path.empty()) return read_fortunes();
-  std::string text;
-  try {
-    // read_file refuses directories, FIFOs and devices and names the path and the reason.
-    text = read_file(path);
-  } catch (const std::runtime_error& e) {
-    throw std::invalid_argument(std::string("read_corpus: ") + e.what());
+  // A path that happens to be a corpus name is a file here: read_corpus_sources gives names
+  // their meaning.
+  if (path.empty()) return read_source("");
+  return read_source(is_corpus_name(path) ? "./" + path : path);
+}
+
+Corpus read_corpus_sources(const std::vector<std::string>& sources) {
+  if (sources.empty()) return read_corpus_sources({"fortunes"});
+  Corpus corpus;
+  for (const std::string& source : sources) {
+    if (source.empty()) throw std::invalid_argument("read_corpus: an empty path among the sources");
+    const std::string text = read_source(source);
+    if (!corpus.text.empty() && corpus.text.back() != '\n') corpus.text += '\n';
+    corpus.text += text;
+    const std::string name = is_corpus_name(source) ? source : std::filesystem::path(source).filename().string();
+    corpus.parts.push_back({.name = name, .bytes = static_cast<int64_t>(text.size()), .crc32c = crc32c(text.data(), text.size())});
   }
-  if (text.empty()) throw std::invalid_argument("read_corpus: '" + path + "' is empty; a language model needs text to learn from");
-  return text;
+  return corpus;
 }
 
 // ---------------------------------------------------------------------------------------------

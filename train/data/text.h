@@ -2,15 +2,25 @@
 // batches of windows.
 //
 //   const std::string text = read_corpus("");                   // Debian's fortunes
+//   const Corpus corpus = read_corpus_sources({"bible", "my.txt"});  // several, joined
 //   const Tokenizer tok = Tokenizer::characters(text);           // or Tokenizer::bytes()
 //   const TextSplit data = split_tokens(tok.encode(text), 0.9);
 //   TextBatch batch = sample_batch(data.train, {.batch = 32, .block_size = 128}, seed, step);
 //   // batch.inputs, batch.targets: Indices (32, 128); targets are the inputs shifted by one
 //
-// The corpus: a file given by the user (any bytes; UTF-8 for character-level text), or, with no
-// path, every fortune file of Debian's `fortunes` package under /usr/share/games/fortunes/ in
-// sorted order (the `.dat` index files and symlinks skipped, each `%` separator line removed),
-// joined by newlines.
+// The corpus: a file given by the user (any bytes but NUL; UTF-8 for character-level text), or
+// a named corpus of a Debian package:
+//   fortunes  (the default, no path) every fortune file of the `fortunes` package under
+//             /usr/share/games/fortunes/ in sorted order (the `.dat` index files and symlinks
+//             skipped, each `%` separator line removed), joined by newlines; 2.5 MB.
+//   bible     the King James Bible of `bible-kjv-text`, one verse per line without its
+//             reference, as its reader `bible` (package `bible-kjv`) prints it: the package
+//             keeps the text compressed in its own format (/usr/lib/bible.data); 4.1 MB.
+// Several sources (read_corpus_sources) are joined in the given order, each text as it is, with
+// a newline put after a text that does not end with one when another follows (so no file's last
+// line runs into the next file's first). Each source is refused by name (std::invalid_argument)
+// when it is missing, not a regular file, unreadable, empty or holds a NUL byte (no text does:
+// it is a binary file, or UTF-16), the offset of the NUL named.
 //
 // The tokenizer: character-level means one token per distinct UTF-8 character of the training
 // text (code points, sorted by their byte sequences); byte-level means the 256 byte values.
@@ -34,12 +44,33 @@ namespace ag {
 
 // The default corpus directory.
 inline constexpr const char* kFortunesDir = "/usr/share/games/fortunes";
+// The program that prints the bible corpus (package bible-kjv, which reads bible-kjv-text).
+inline constexpr const char* kBibleProgram = "/usr/bin/bible";
+
+// Whether `source` names a corpus ("fortunes", "bible") rather than a file. Names win: a file
+// called `bible` in the current directory is `./bible`.
+bool is_corpus_name(const std::string& source);
 
 // The whole text of `path`, or of the fortunes corpus when `path` is empty. Throws
-// std::invalid_argument naming the file when it is missing, not a regular file, unreadable or
-// empty (for the default corpus: when the directory is missing or holds no fortune file, with
-// the hint `apt-get install fortunes`).
+// std::invalid_argument naming the file when it is missing, not a regular file, unreadable,
+// empty or holds a NUL byte (for the default corpus: when the directory is missing or holds no
+// fortune file, with the hint `apt-get install fortunes`).
 std::string read_corpus(const std::string& path);
+
+// What one source gave a corpus: what a checkpoint records, so that a resume (or another rank)
+// on other files is refused, naming them.
+struct CorpusPart {
+  std::string name;     // the corpus name, or the file's name without its directory
+  int64_t bytes = 0;    // of its text
+  uint32_t crc32c = 0;  // of its text
+};
+struct Corpus {
+  std::string text;  // the sources' texts joined as described at the top
+  std::vector<CorpusPart> parts;
+};
+// The sources (corpus names or file paths) in order; none is the fortunes. Throws as
+// read_corpus, naming the source.
+Corpus read_corpus_sources(const std::vector<std::string>& sources);
 
 class Tokenizer {
  public:
@@ -62,6 +93,10 @@ class Tokenizer {
   std::vector<int64_t> encode(const std::string& text) const;
   std::string decode(const std::vector<int64_t>& ids) const;
   std::string decode(int64_t id) const;
+  // The length in bytes of each id's text, indexed by id: a character's UTF-8 length, 1 for a
+  // byte. What a loss in bits per byte divides by, so that runs with different tokenizers are
+  // measured on one scale (every kind of tokenizer answers it).
+  std::vector<int64_t> token_bytes() const;
 
  private:
   Kind kind_ = Kind::bytes;

@@ -250,6 +250,19 @@ std::string Tokenizer::decode(int64_t id) const {
   return symbols_[static_cast<size_t>(id)];
 }
 
+std::vector<int64_t> Tokenizer::token_bytes() const {
+  switch (kind_) {
+    case Kind::characters: {
+      std::vector<int64_t> lengths;
+      lengths.reserve(symbols_.size());
+      for (const std::string& s : symbols_) lengths.push_back(static_cast<int64_t>(s.size()));
+      return lengths;
+    }
+    case Kind::bytes: return std::vector<int64_t>(256, 1);
+  }
+  return {};
+}
+
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string text;
   text.reserve(ids.size());

@@ -21,6 +21,7 @@ struct Field {
 };
 constexpr Field kFields[] = {
     {"train_loss", &MetricsRow::train_loss}, {"eval_loss", &MetricsRow::eval_loss},
+    {"eval_bits_per_byte", &MetricsRow::eval_bits_per_byte},
     {"token_acc", &MetricsRow::token_acc},   {"seq_acc", &MetricsRow::seq_acc},
     {"lr", &MetricsRow::lr},                 {"grad_norm", &MetricsRow::grad_norm},
     {"tokens_per_s", &MetricsRow::tokens_per_s}, {"elapsed_s", &MetricsRow::elapsed_s},

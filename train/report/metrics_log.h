@@ -1,8 +1,8 @@
 // The metrics log: one JSON object per line, one line per evaluation, flushed as it is written
 // so that `tail -f` and a crashed run both show every evaluation so far.
 //
-//   {"step":200,"train_loss":0.912,"eval_loss":0.874,"token_acc":0.71,"seq_acc":0.05,
-//    "lr":0.003,"grad_norm":1.9,"tokens_per_s":51234.5,"elapsed_s":3.1}
+//   {"step":200,"train_loss":0.912,"eval_loss":0.874,"eval_bits_per_byte":null,"token_acc":0.71,
+//    "seq_acc":0.05,"lr":0.003,"grad_norm":1.9,"tokens_per_s":51234.5,"elapsed_s":3.1}
 //
 // A value not measured at that row is NaN in MetricsRow and null in the file (JSON has no NaN;
 // a diverged loss shows up as null too). Any JSON-lines reader loads the file, e.g.
@@ -24,6 +24,7 @@ struct MetricsRow {
   int64_t step = 0;               // optimizer updates done
   double train_loss = kMissing;   // mean training loss since the previous row
   double eval_loss = kMissing;    // held-out cross-entropy per token
+  double eval_bits_per_byte = kMissing;  // the same in bits per byte of text (language models)
   double token_acc = kMissing;    // held-out, in [0, 1]
   double seq_acc = kMissing;      // held-out exact-sequence accuracy, in [0, 1]
   double lr = kMissing;

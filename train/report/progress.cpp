@@ -48,6 +48,9 @@ std::string format_progress_line(const ProgressInfo& info) {
   }
   if (!std::isnan(info.loss)) line += " | loss " + fmt("%.4f", info.loss);
   if (!std::isnan(info.val_loss)) line += " | val " + fmt("%.4f", info.val_loss);
+  if (!std::isnan(info.val_bits_per_byte)) {
+    line += fmt(std::isnan(info.val_loss) ? " | val %.4f bpb" : " = %.4f bpb", info.val_bits_per_byte);
+  }
   const bool tok = !std::isnan(info.token_acc), seq = !std::isnan(info.seq_acc);
   if (tok || seq) {
     line += " | acc";

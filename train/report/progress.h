@@ -1,6 +1,10 @@
 // The progress line of a training run:
 //
 //   step   420/2000  21% | loss 0.8123 | acc tok 71.3% seq 12.5% | 48.2k tok/s | 4.1s | ETA 15.4s
+//   step 100/300  33% | loss 2.6787 | val 2.6471 = 3.8190 bpb | 6.6k tok/s | 1m02s | ETA 2m04s
+//
+// A language model's validation loss is shown in nats per token and, after "=", in bits per
+// byte of text.
 //
 // On a terminal the line is redrawn in place with '\r' (at most every redraw_interval_s of
 // run time, and always on the last step); otherwise (a log file, CI) a plain line is printed
@@ -21,6 +25,7 @@ struct ProgressInfo {
   int64_t total_steps = 0;  // the step budget
   double loss = kMissing;   // recent training loss
   double val_loss = kMissing;  // the latest validation loss (language models)
+  double val_bits_per_byte = kMissing;  // and the same in bits per byte of text
   double token_acc = kMissing;  // latest held-out accuracies, in [0, 1]
   double seq_acc = kMissing;
   double tokens_per_s = kMissing;
