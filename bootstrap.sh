@@ -52,9 +52,10 @@ end() {
 # an independent reader (never needed at run time).
 # fortunes: the default text corpus of the language model (train_gpt), plain text under
 # /usr/share/games/fortunes/. OpenMPI: data-parallel runs under mpirun (train/dist/communicator.h;
-# a build without it works, meson -Dmpi=disabled).
+# a build without it works, meson -Dmpi=disabled). PCRE2: the byte-pair encoder's pre-tokenisation
+# (GPT-2's pattern needs Unicode properties; train/data/pretokenize.cpp).
 packages=(g++ meson ninja-build pkg-config libopenblas-dev libboost-test-dev libcli11-dev nlohmann-json3-dev
-          python3 python3-numpy fortunes libopenmpi-dev openmpi-bin)
+          python3 python3-numpy fortunes libopenmpi-dev openmpi-bin libpcre2-dev)
 begin packages "${#packages[@]} Debian packages (apt-get installs the missing ones)"
 missing=()
 for p in "${packages[@]}"; do
