@@ -9,6 +9,7 @@
 // Its checkpoint, metrics log, plot and configuration go to runs/train_gpt/<text>/<n>/ unless
 // --save / --log / --plot say otherwise; a text too short for the context is a usage error (exit 2). What every
 // training program shares is in training_program.h.
+#include "attograd/train/data/bpe.h"
 #include "attograd/train/data/text.h"
 #include "train_gpt_cli.h"
 
@@ -16,15 +17,20 @@ namespace {
 
 using namespace ag;
 
+// --tokenizer: char and byte from the text, gpt2 from the cache, else a file from train_bpe.
+Tokenizer choose_tokenizer(const std::string& choice, const std::string& text) {
+  if (choice == "char") return Tokenizer::characters(text);
+  if (choice == "byte") return Tokenizer::bytes();
+  return Tokenizer::bpe(choice == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(choice));
+}
+
 int run(const TrainGPTArgs& a) {
   TrainingRun run(a, "gpt");
   const Checkpoint* ck = run.checkpoint();
   const TrainerOptions& t = run.trainer;
   const std::string data = a.data_path.empty() ? std::string(kFortunesDir) : a.data_path;
   const std::string text = read_corpus(a.data_path);
-  const Tokenizer tokenizer = ck                     ? gpt_tokenizer_from(*ck)
-                              : a.tokenizer == "char" ? Tokenizer::characters(text)
-                                                      : Tokenizer::bytes();
+  const Tokenizer tokenizer = ck ? gpt_tokenizer_from(*ck) : choose_tokenizer(a.tokenizer, text);
   GPTOptions m = ck ? gpt_options_from(*ck) : a.model;
   m.vocab = tokenizer.vocab_size();
   const GPTJobOptions options = ck ? gpt_job_options_from(*ck, a.job) : a.job;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "attograd/models/gpt.h"
@@ -22,7 +23,7 @@ struct TrainGPTArgs : TrainingArgs {
       .name = "train_gpt", .holds = "model, tokenizer", .outputs = "<text>", .target = false, .saves = true};
 
   std::string data_path;           // empty: Debian's fortunes
-  std::string tokenizer = "char";  // char | byte
+  std::string tokenizer = "char";  // char | byte | gpt2 | a vocabulary file written by train_bpe
   // The "baby" model: 4 layers, 4 heads, d_model 128, a context of 128 characters. vocab follows
   // the tokenizer.
   GPTOptions model{.vocab = 0, .block_size = 128, .d_model = 128, .n_head = 4, .n_layers = 4, .dropout = 0.0,
@@ -44,7 +45,9 @@ struct TrainGPTArgs : TrainingArgs {
     f.group("data", false);
     f.path("--data", data_path, "text file to learn (default: every fortune under /usr/share/games/fortunes)");
     f.group("data", true);
-    f.choice("--tokenizer", tokenizer, "one token per UTF-8 character (char) or per byte (byte)", {"char", "byte"});
+    f.text("--tokenizer", tokenizer,
+           "one token per UTF-8 character (char), per byte (byte), GPT-2's byte-pair encoding (gpt2), or a "
+           "vocabulary file written by train_bpe");
     f.group("model", true);
     f.integer("--layers", model.n_layers, 1, GPTLimits::n_layers, "transformer blocks");
     f.integer("--heads", model.n_head, 1, GPTLimits::n_head, "attention heads, must divide --d-model");
@@ -63,6 +66,14 @@ struct TrainGPTArgs : TrainingArgs {
   void finish(const CommandLine& line) {
     job.seed = seed;
     inputs.push_back({"--data", data_path});
+    if (line.given("--tokenizer") && tokenizer != "char" && tokenizer != "byte" && tokenizer != "gpt2") {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(tokenizer, ec)) {
+        throw UsageError("--tokenizer: '" + tokenizer +
+                         "' is not char, byte, gpt2 or a vocabulary file written by train_bpe (no such file)");
+      }
+      inputs.push_back({"--tokenizer", tokenizer});
+    }
     if (!line.resuming) check_heads(model.d_model, model.n_head);
   }
 };
