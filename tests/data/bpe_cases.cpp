@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attograd/core/parallel.h"
 #include "attograd/core/threads.h"
 #include "attograd/train/data/bpe.h"
 #include "attograd/train/io/atomic_file.h"
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
     const std::string tokenizer = argv[2];
     const BytePairEncoding bpe = tokenizer == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(tokenizer);
     set_num_threads(2);
+    detail::force_excess(0);  // two parts even when other programs hold the cores
     const std::string data = read_file(argv[1]);
     std::string out;
     size_t cases = 0;

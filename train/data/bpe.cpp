@@ -208,9 +208,13 @@ void encode_part(const BytePairEncoding::Tables& t, std::string_view text, std::
 
 std::vector<int64_t> BytePairEncoding::encode(std::string_view text, int threads) const {
   const Tables& t = *tables_;
-  // Below a few hundred KB a second thread costs more than it saves.
+  // Below a few hundred KB a second thread costs more than it saves. Each part fills a chunk
+  // cache of its own, so parts that one thread would run one after the other (the pool sees
+  // the cores taken by other programs) are slower than no split: split only for threads that
+  // can run now.
   constexpr size_t kMinPart = size_t{1} << 18;
-  const int64_t pieces = std::min<int64_t>(std::max(threads, 1), static_cast<int64_t>(text.size() / kMinPart));
+  const int64_t usable = threads > 1 ? std::min(threads, detail::threads_to_use()) : 1;
+  const int64_t pieces = std::min<int64_t>(usable, static_cast<int64_t>(text.size() / kMinPart));
   std::vector<int64_t> ids;
   if (pieces <= 1) {
     ids.reserve(text.size() / 3);
