@@ -10,8 +10,6 @@
 // command line or ids.
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
-
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -25,10 +23,7 @@
 #include "attograd/train/data/bpe.h"
 #include "attograd/train/io/atomic_file.h"
 #include "threads_flag.h"
-
-#ifndef ATTOGRAD_VERSION
-#define ATTOGRAD_VERSION "unknown"
-#endif
+#include "tool_main.h"
 
 namespace {
 
@@ -39,11 +34,6 @@ struct Args {
   std::string file;
   bool decode = false;
   std::string threads = "auto";
-};
-
-class Usage : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
 };
 
 std::string read_input(const std::string& file) {
@@ -69,7 +59,7 @@ std::vector<int64_t> parse_ids(const std::string& text, const std::string& file)
     const bool ends_well = end == text.data() + text.size() || std::strchr(" \t\r\n", *end) != nullptr;
     if (ec != std::errc() || !ends_well) {
       const size_t stop = text.find_first_of(" \t\r\n", pos);
-      throw Usage("--decode: '" + file + "' line " + std::to_string(line) + ": \"" + text.substr(pos, stop - pos) +
+      throw ToolUsage("--decode: '" + file + "' line " + std::to_string(line) + ": \"" + text.substr(pos, stop - pos) +
                   "\" is not a token id");
     }
     ids.push_back(id);
@@ -84,6 +74,7 @@ void print(std::string_view text) {
 }
 
 int run(const Args& args) {
+  if (args.tokenizer.empty()) throw ToolUsage("--tokenizer: is empty (gpt2 or a file written by train_bpe)");
   set_num_threads(parse_threads(args.threads));
   const BytePairEncoding bpe = args.tokenizer == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(args.tokenizer);
   const std::string input = read_input(args.file);
@@ -91,7 +82,7 @@ int run(const Args& args) {
     const std::vector<int64_t> ids = parse_ids(input, args.file);
     for (int64_t id : ids) {
       if (id < 0 || id >= bpe.vocab_size()) {
-        throw Usage("--decode: '" + args.file + "' holds id " + std::to_string(id) + ", outside the " +
+        throw ToolUsage("--decode: '" + args.file + "' holds id " + std::to_string(id) + ", outside the " +
                     std::to_string(bpe.vocab_size()) + " tokens of " + args.tokenizer);
       }
     }
@@ -110,35 +101,13 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string program = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "tokenize";
   Args args;
-  CLI::App app{"Writes a file's token ids, one a line (or, with --decode, the text of a file of ids).", program};
-  app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION);
+  CLI::App app{"Writes a file's token ids, one a line (or, with --decode, the text of a file of ids).",
+               tool_name(argc, argv, "tokenize")};
   app.add_option("--tokenizer", args.tokenizer, "gpt2 (GPT-2's vocabulary) or a file written by train_bpe")
       ->capture_default_str();
   app.add_flag("--decode", args.decode, "read token ids (whitespace-separated) and write their text");
   app.add_option("FILE", args.file, "the text (or ids with --decode); - reads standard input")->required();
   add_threads_flag(app, args.threads, "threads for encoding long texts");
-  const auto usage = [&](const std::string& what) {
-    std::cerr << program << ": " << what << "\n(" << program << " --help lists the flags)\n";
-    return 2;
-  };
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return usage(e.what());
-  }
-  if (args.tokenizer.empty()) return usage("--tokenizer: is empty (gpt2 or a file written by train_bpe)");
-  try {
-    return run(args);
-  } catch (const Usage& e) {
-    return usage(e.what());
-  } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  return tool_main(app, argc, argv, [&] { return run(args); });
 }

@@ -9,8 +9,6 @@
 // file is the vocabulary's JSON description (docs/tokenizers.md), written atomically; an existing
 // --out is replaced only with --overwrite. Exit codes: 0 done, 1 error (a file), 2 bad command line
 // or a vocabulary size the text cannot fill.
-#include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -22,10 +20,7 @@
 #include "attograd/train/data/bpe.h"
 #include "attograd/train/data/text.h"
 #include "threads_flag.h"
-
-#ifndef ATTOGRAD_VERSION
-#define ATTOGRAD_VERSION "unknown"
-#endif
+#include "tool_main.h"
 
 namespace {
 
@@ -40,24 +35,20 @@ struct Args {
   std::string threads = "auto";
 };
 
-class Usage : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 int run(const Args& args) {
   namespace fs = std::filesystem;
+  if (args.out.empty()) throw ToolUsage("--out: the path is empty");
   set_num_threads(parse_threads(args.threads));
   std::error_code ec;
   if (fs::exists(args.out, ec) && !args.overwrite) {
-    throw Usage("--out: '" + args.out + "' exists; give --overwrite to replace it");
+    throw ToolUsage("--out: '" + args.out + "' exists; give --overwrite to replace it");
   }
   for (const std::string& d : args.data) {
-    if (fs::equivalent(d, args.out, ec)) throw Usage("--out: '" + args.out + "' is also an input (--data)");
+    if (fs::equivalent(d, args.out, ec)) throw ToolUsage("--out: '" + args.out + "' is also an input (--data)");
   }
   const auto start = std::chrono::steady_clock::now();
   // The texts must outlive training: they are kept here and viewed by TrainingText.
@@ -77,8 +68,9 @@ int run(const Args& args) {
   BytePairEncoding bpe = [&] {
     try {
       return train_bpe(named, {.vocab_size = args.vocab_size, .specials = args.specials});
-    } catch (const std::invalid_argument& e) {
-      throw Usage(e.what());
+    } catch (const std::invalid_argument& e) {  // a size the text cannot fill, a NUL byte
+      const std::string what = e.what(), op = "train_bpe: ";
+      throw ToolUsage(what.rfind(op, 0) == 0 ? what.substr(op.size()) : what);  // the program names itself
     }
   }();
   const double total_s = seconds_since(start);
@@ -95,10 +87,9 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string program = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "train_bpe";
   Args args;
-  CLI::App app{"Learns a byte-level BPE vocabulary (GPT-2's pre-tokenisation) from text files.", program};
-  app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION);
+  CLI::App app{"Learns a byte-level BPE vocabulary (GPT-2's pre-tokenisation) from text files.",
+               tool_name(argc, argv, "train_bpe")};
   app.add_option("--data", args.data, "text files to learn from (default: every fortune under /usr/share/games/fortunes)");
   app.add_option("--vocab-size", args.vocab_size, "tokens in all: 256 bytes + merges + specials")
       ->check(CLI::Range(int64_t{256}, int64_t{1} << 30))
@@ -107,26 +98,5 @@ int main(int argc, char** argv) {
   app.add_option("--out", args.out, "the vocabulary file to write")->required();
   app.add_flag("--overwrite", args.overwrite, "replace an existing --out");
   add_threads_flag(app, args.threads, "threads for counting the text's chunks");
-  const auto usage = [&](const std::string& what) {
-    std::cerr << program << ": " << what << "\n(" << program << " --help lists the flags)\n";
-    return 2;
-  };
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return usage(e.what());
-  }
-  if (args.out.empty()) return usage("--out: the path is empty");
-  try {
-    return run(args);
-  } catch (const Usage& e) {
-    return usage(e.what());
-  } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  return tool_main(app, argc, argv, [&] { return run(args); });
 }
