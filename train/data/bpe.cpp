@@ -52,7 +52,7 @@ BytePairEncoding::BytePairEncoding(std::string pattern, ByteOrder order, std::ve
     t->tokens.emplace_back(1, static_cast<char>(b));
     t->byte_id[b] = id;
   }
-  t->ranks.reserve(merges.size() * 2);
+  t->ranks.reserve(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {
     const BPEMerge& m = merges[i];
     const int64_t known = 256 + static_cast<int64_t>(i);  // ids that exist before merge i
@@ -61,7 +61,7 @@ BytePairEncoding::BytePairEncoding(std::string pattern, ByteOrder order, std::ve
                                   std::to_string(m.right) + ") names a token that does not exist before it (ids 0.." +
                                   std::to_string(known - 1) + ")");
     }
-    if (!t->ranks.emplace(pair_key(m.left, m.right), static_cast<int32_t>(i)).second) {
+    if (!t->ranks.insert(pair_key(m.left, m.right), static_cast<int32_t>(i))) {
       throw std::invalid_argument(where(source) + ": merge " + std::to_string(i) + " (" + std::to_string(m.left) + ", " +
                                   std::to_string(m.right) + ") appears twice");
     }
