@@ -25,12 +25,11 @@ std::vector<unsigned char> gpt2_byte_order() {
   // (controls, space, soft hyphen, ...) to U+0100 and up, so that every token reads as text; its
   // byte tokens are numbered in that order: the printable bytes first, then the rest.
   std::vector<unsigned char> order;
-  const auto printable = [](int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE); };
   for (int b = 0; b < 256; ++b) {
-    if (printable(b)) order.push_back(static_cast<unsigned char>(b));
+    if (gpt2_prints_as_itself(b)) order.push_back(static_cast<unsigned char>(b));
   }
   for (int b = 0; b < 256; ++b) {
-    if (!printable(b)) order.push_back(static_cast<unsigned char>(b));
+    if (!gpt2_prints_as_itself(b)) order.push_back(static_cast<unsigned char>(b));
   }
   return order;
 }

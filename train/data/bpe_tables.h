@@ -80,6 +80,10 @@ struct BytePairEncoding::Tables {
   int32_t rank(int32_t left, int32_t right) const { return ranks.find(pair_key(left, right)); }
 };
 
+// GPT-2's byte-to-unicode table keeps the bytes that print as themselves in Latin-1 ('!' to '~',
+// U+00A1 to U+00AC, U+00AE to U+00FF) and moves the rest (controls, space, soft hyphen) to U+0100 up.
+inline bool gpt2_prints_as_itself(int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE; }
+
 // GPT-2's byte order: the byte of each of the ids 0..255.
 std::vector<unsigned char> gpt2_byte_order();
 

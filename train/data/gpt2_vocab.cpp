@@ -46,14 +46,13 @@ std::string token_bytes_of(const std::string& text, const std::vector<int>& byte
   return bytes;
 }
 
-// The character GPT-2 writes for each byte, inverted: byte_of_char[code point] = byte or -1.
+// The character GPT-2 writes for each byte, inverted: byte_of_char[code point] = byte or -1. A
+// byte that prints as itself is its own character; the others, in byte order, are U+0100,
+// U+0101, ...
 std::vector<int> byte_of_char_table() {
   std::vector<int> table(512, -1);
   int moved = 0;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-    table[static_cast<size_t>(printable ? b : 256 + moved++)] = b;
-  }
+  for (int b = 0; b < 256; ++b) table[static_cast<size_t>(gpt2_prints_as_itself(b) ? b : 256 + moved++)] = b;
   return table;
 }
 
