@@ -44,6 +44,7 @@
 #include "attograd/models/seq2seq_decode.h"
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/clip.h"
+#include "attograd/train/data/bpe.h"
 #include "attograd/train/data/seq2seq_tasks.h"
 #include "attograd/train/data/sequence_tasks.h"
 #include "attograd/train/data/text.h"

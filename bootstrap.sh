@@ -50,8 +50,9 @@ end() {
 # What the library and its programs need to build and run: compiler, build tools, OpenBLAS,
 # CLI11 (command lines and config files) and nlohmann-json (header-only both). fortunes: the
 # default text corpus of the language model (train_gpt), plain text under
-# /usr/share/games/fortunes/.
-packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann-json3-dev fortunes)
+# /usr/share/games/fortunes/. PCRE2: the byte-pair encoder's pre-tokenisation (GPT-2's pattern
+# needs Unicode properties; train/data/pretokenize.cpp).
+packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann-json3-dev libpcre2-dev fortunes)
 # What the rest needs: Boost.Test for the tests; python3-numpy only for the test that reads a
 # checkpoint with an independent reader (never needed at run time); OpenMPI for data-parallel runs
 # under mpirun (train/dist/communicator.h; a build without it works, meson -Dmpi=disabled);

@@ -11,12 +11,20 @@
 // Its checkpoint, metrics log, plot and configuration go to runs/train_gpt/<text>/<n>/ unless
 // --save / --log / --plot say otherwise; a text too short for the context is a usage error (exit 2). What every
 // training program shares is in training_program.h.
+#include "attograd/train/data/bpe.h"
 #include "attograd/train/data/text.h"
 #include "train_gpt_cli.h"
 
 namespace {
 
 using namespace ag;
+
+// --tokenizer: char and byte from the text, gpt2 from the cache, else a file from train_bpe.
+Tokenizer choose_tokenizer(const std::string& choice, const std::string& text) {
+  if (choice == "char") return Tokenizer::characters(text);
+  if (choice == "byte") return Tokenizer::bytes();
+  return Tokenizer::bpe(choice == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(choice));
+}
 
 int run(const TrainGPTArgs& a) {
   TrainingRun run(a, "gpt");
@@ -32,9 +40,7 @@ int run(const TrainGPTArgs& a) {
     data_stem += (i > 0 ? "+" : "") + (is_corpus_name(sources[i]) ? sources[i]
                                                                   : std::filesystem::path(sources[i]).stem().string());
   }
-  const Tokenizer tokenizer = ck                     ? gpt_tokenizer_from(*ck)
-                              : a.tokenizer == "char" ? Tokenizer::characters(text)
-                                                      : Tokenizer::bytes();
+  const Tokenizer tokenizer = ck ? gpt_tokenizer_from(*ck) : choose_tokenizer(a.tokenizer, text);
   GPTOptions m = ck ? gpt_options_from(*ck) : a.model;
   m.vocab = tokenizer.vocab_size();
   const GPTJobOptions options = ck ? gpt_job_options_from(*ck, a.job) : a.job;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "attograd/models/gpt.h"
@@ -24,7 +25,7 @@ struct TrainGPTArgs : TrainingArgs {
   // Files or corpus names (is_corpus_name: fortunes, bible), joined in order
   // (read_corpus_sources); none: Debian's fortunes.
   std::vector<std::string> data;
-  std::string tokenizer = "char";  // char | byte
+  std::string tokenizer = "char";  // char | byte | gpt2 | a vocabulary file written by train_bpe
   // The "baby" model: 4 layers, 4 heads, d_model 128, a context of 64 characters. vocab follows
   // the tokenizer.
   GPTOptions model{.vocab = 0, .block_size = 64, .d_model = 128, .n_head = 4, .n_layers = 4, .dropout = 0.0,
@@ -55,7 +56,9 @@ struct TrainGPTArgs : TrainingArgs {
             "James Bible, one verse a line); ./NAME is a file so named",
             is_corpus_name)->expected(1, CLI::detail::expected_max_vector_size);
     f.group("data", true);
-    f.choice("--tokenizer", tokenizer, "one token per UTF-8 character (char) or per byte (byte)", {"char", "byte"});
+    f.text("--tokenizer", tokenizer,
+           "one token per UTF-8 character (char), per byte (byte), GPT-2's byte-pair encoding (gpt2), or a "
+           "vocabulary file written by train_bpe");
     f.group("model", true);
     f.integer("--layers", model.n_layers, 1, GPTLimits::n_layers, "transformer blocks");
     f.integer("--heads", model.n_head, 1, GPTLimits::n_head, "attention heads, must divide --d-model");
@@ -75,6 +78,14 @@ struct TrainGPTArgs : TrainingArgs {
     job.seed = seed;
     for (const std::string& source : data) {
       if (!is_corpus_name(source)) inputs.push_back({"--data", source});
+    }
+    if (line.given("--tokenizer") && tokenizer != "char" && tokenizer != "byte" && tokenizer != "gpt2") {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(tokenizer, ec)) {
+        throw UsageError("--tokenizer: '" + tokenizer +
+                         "' is not char, byte, gpt2 or a vocabulary file written by train_bpe (no such file)");
+      }
+      inputs.push_back({"--tokenizer", tokenizer});
     }
     if (!line.resuming) check_heads(model.d_model, model.n_head);
   }

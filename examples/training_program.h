@@ -261,6 +261,10 @@ class Flags {
     };
     return add(app_.add_option(flag, into, help)->check(CLI::Validator(known, list)));
   }
+  // Free text whose meaning the program's finish() checks (a name or a file, say).
+  CLI::Option* text(const char* flag, std::string& into, const std::string& help) {
+    return add(app_.add_option(flag, into, help));
+  }
   CLI::Option* path(const char* flag, std::string& into, const std::string& help) {
     const auto given = [](std::string& p) { return p.empty() ? std::string("the path is empty") : std::string(); };
     paths_.push_back({flag, &into});

@@ -2,10 +2,10 @@
 // optimizer trains it, a stopped and resumed run is bit for bit the uninterrupted one (for every
 // optimizer, and from a Checkpoint opened once with the file gone), request_stop saves, the
 // options survive their JSON, the checkpoint names its kind and holds the tied weight once and
-// reloads it tied, a checkpoint of another model kind is refused by name, divergence stops
-// without saving the bad state, weight decay on matrices leaves the other parameters alone, the
-// loss over the whole validation split is every window once, and a golden run guards the whole
-// trajectory.
+// reloads it tied (and a byte-pair encoding with it), a checkpoint of another model kind is
+// refused by name, divergence stops without saving the bad state, weight decay on matrices
+// leaves the other parameters alone, the loss over the whole validation split is every window
+// once, and a golden run guards the whole trajectory.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -14,6 +14,7 @@
 
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/models/sequence_model.h"
+#include "attograd/train/data/bpe.h"
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/checkpoint.h"
@@ -592,6 +593,26 @@ BOOST_AUTO_TEST_CASE(the_checkpoint_names_its_kind_and_holds_the_tied_weight_onc
   NoGradGuard no_grad;
   const Indices ids(Shape{1, 6}, run.tok.encode("the ca"));
   BOOST_TEST(max_abs_diff(m(ids).value(), (*run.model)(ids).value()) == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(a_model_on_a_byte_pair_encoding_reloads_with_it_from_its_checkpoint) {
+  TempDir dir;
+  const std::string text = tiny_text();
+  const Tokenizer tok = Tokenizer::bpe(train_bpe({{.name = "tiny", .text = text}}, {.vocab_size = 300}));
+  manual_seed(tiny_job().seed);
+  GPT model(tiny_gpt(tok.vocab_size()));
+  GPTJob job(model, tok, tok.encode(text), tiny_job());
+  Trainer trainer(job, tiny_options(10));
+  trainer.train_step();
+  const std::string path = dir.file("ckpt.safetensors");
+  trainer.save_checkpoint(path);
+  // generate needs nothing but the checkpoint: the merges travel in its metadata.
+  const LoadedGPT loaded = load_gpt_checkpoint(path);
+  BOOST_TEST((loaded.tokenizer.kind() == Tokenizer::Kind::bpe));
+  BOOST_TEST(loaded.tokenizer.vocab_size() == 300);
+  BOOST_TEST(loaded.tokenizer.to_json() == tok.to_json());
+  BOOST_TEST(loaded.tokenizer.encode("the cat sat on the log") == tok.encode("the cat sat on the log"));
+  BOOST_TEST(loaded.model->options().vocab == 300);
 }
 
 // GPT checkpoints written before the one loop kept the model's options under "gpt" and the

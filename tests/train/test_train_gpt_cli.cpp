@@ -129,6 +129,21 @@ BOOST_AUTO_TEST_CASE(the_bias_switch_and_the_evaluation_windows_reach_their_opti
   }
 }
 
+BOOST_AUTO_TEST_CASE(the_tokenizer_is_a_name_or_a_vocabulary_file) {
+  BOOST_TEST(parse({"--tokenizer", "gpt2"}).tokenizer == "gpt2");
+  TempDir dir;
+  const std::string vocab = dir.file("fortunes.bpe");
+  std::ofstream(vocab) << "{}";
+  const TrainGPTArgs a = parse_training_args<TrainGPTArgs>({"--tokenizer", vocab});
+  BOOST_TEST(a.tokenizer == vocab);
+  // An input of the run, so no output may replace it.
+  bool listed = false;
+  for (const InputFile& in : a.inputs) listed = listed || (in.role == "--tokenizer" && in.path == vocab);
+  BOOST_TEST(listed);
+  AG_CHECK_THROWS_WITH(parse_training_args<TrainGPTArgs>({"--tokenizer", dir.file("missing.bpe")}), UsageError,
+                       "--tokenizer", dir.file("missing.bpe"), "gpt2");
+}
+
 BOOST_AUTO_TEST_CASE(bad_values_name_the_flag_and_the_value) {
   AG_CHECK_THROWS_WITH(parse({"--tokenizer", "word"}), UsageError, "--tokenizer", "word");
   AG_CHECK_THROWS_WITH(parse({"--layers", "0"}), UsageError, "--layers", "0");

@@ -23,7 +23,8 @@
 // it is a binary file, or UTF-16), the offset of the NUL named.
 //
 // The tokenizer: character-level means one token per distinct UTF-8 character of the training
-// text (code points, sorted by their byte sequences); byte-level means the 256 byte values.
+// text (code points, sorted by their byte sequences); byte-level means the 256 byte values;
+// byte-pair encoding (BPE) means GPT-2's vocabulary or one trained by train_bpe (bpe.h).
 // Its description is a JSON string, kept in a checkpoint's metadata, so generation needs no data
 // file. encode() names a character that is not in the vocabulary (and its byte offset) in a
 // std::invalid_argument; decode() of an id outside [0, vocab) throws too.
@@ -35,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,24 +73,29 @@ struct Corpus {
 // The sources (corpus names or file paths) in order; none is the fortunes. Throws as
 // read_corpus, naming the source.
 Corpus read_corpus_sources(const std::vector<std::string>& sources);
+class BytePairEncoding;
 
 class Tokenizer {
  public:
-  enum class Kind { characters, bytes };
+  enum class Kind { characters, bytes, bpe };
 
   // The distinct UTF-8 characters of `text`, sorted. Throws std::invalid_argument for empty
   // text or text that is not valid UTF-8 (naming the byte offset; use bytes() for such text).
   static Tokenizer characters(const std::string& text);
   static Tokenizer bytes();
+  static Tokenizer bpe(const BytePairEncoding& encoding);
   // The description: {"kind":"byte"} or {"kind":"char","symbols":["\n"," ","a",...]}, the
-  // symbols as JSON strings (the UTF-8 characters, id = position). from_json() checks every field
+  // symbols as JSON strings (the UTF-8 characters, id = position), or a byte-pair encoding's own
+  // ({"kind":"bpe",...}, BytePairEncoding::to_json). from_json() checks every field
   // (known kind, symbols non-empty, one valid UTF-8 character each, strictly increasing by bytes,
   // none for "byte"); std::invalid_argument says what is wrong with the description.
   static Tokenizer from_json(const std::string& json);
   std::string to_json() const;
 
   Kind kind() const { return kind_; }
-  const char* kind_name() const;  // "char" or "byte"
+  const char* kind_name() const;  // "char", "byte" or "bpe"
+  // The byte-pair encoding of a bpe tokenizer; std::logic_error for the other kinds.
+  const BytePairEncoding& byte_pairs() const;
   int64_t vocab_size() const;
   std::vector<int64_t> encode(const std::string& text) const;
   std::string decode(const std::vector<int64_t>& ids) const;
@@ -101,6 +108,7 @@ class Tokenizer {
  private:
   Kind kind_ = Kind::bytes;
   std::vector<std::string> symbols_;  // character-level: the UTF-8 bytes of each id
+  std::shared_ptr<const BytePairEncoding> bpe_;  // byte-pair encoding
 };
 
 // Tokens [0, cut) train and [cut, n) validate, cut = floor(n * train_fraction).

@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "attograd/core/parallel.h"
+#include "attograd/core/threads.h"
+#include "attograd/train/data/bpe.h"
+#include "attograd/train/data/utf8.h"
 #include "attograd/train/io/json_text.h"
 
 namespace ag {
@@ -16,15 +20,6 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------
 // UTF-8
-
-// U+0000 .. U+10FFFF.
-constexpr uint32_t kCodePoints = 0x110000;
-
-struct CodePoint {
-  uint32_t value = 0;
-  size_t length = 0;  // bytes; 0 when the sequence is invalid
-  const char* problem = nullptr;
-};
 
 std::string hex_byte(unsigned char b) {
   char buf[8];
@@ -36,47 +31,6 @@ std::string code_point_name(uint32_t cp) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "U+%04X", static_cast<unsigned>(cp));
   return buf;
-}
-
-// Decodes the code point at text[pos] strictly (RFC 3629): no overlong forms, no surrogates,
-// nothing above U+10FFFF, no missing continuation bytes.
-CodePoint decode_utf8(const std::string& text, size_t pos) {
-  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(pos);
-  if (lead < 0x80) return {.value = lead, .length = 1, .problem = nullptr};
-  size_t length = 0;
-  uint32_t value = 0;
-  unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
-  if (lead < 0xC2) {
-    return {.value = 0, .length = 0,
-            .problem = lead < 0xC0 ? "a continuation byte where a character should start" : "an overlong encoding"};
-  } else if (lead < 0xE0) {
-    length = 2;
-    value = lead & 0x1Fu;
-  } else if (lead < 0xF0) {
-    length = 3;
-    value = lead & 0x0Fu;
-    if (lead == 0xE0) low = 0xA0;   // below: overlong
-    if (lead == 0xED) high = 0x9F;  // above: a UTF-16 surrogate
-  } else if (lead < 0xF5) {
-    length = 4;
-    value = lead & 0x07u;
-    if (lead == 0xF0) low = 0x90;   // below: overlong
-    if (lead == 0xF4) high = 0x8F;  // above: beyond U+10FFFF
-  } else {
-    return {.value = 0, .length = 0, .problem = "a byte that never occurs in UTF-8"};
-  }
-  for (size_t k = 1; k < length; ++k) {
-    if (pos + k >= text.size()) return {.value = 0, .length = 0, .problem = "a sequence truncated by the end of the text"};
-    const unsigned char c = byte(pos + k);
-    if (c < 0x80 || c > 0xBF) return {.value = 0, .length = 0, .problem = "a sequence missing continuation bytes"};
-    if (k == 1 && (c < low || c > high)) {
-      const char* why = lead == 0xED ? "a UTF-16 surrogate" : lead == 0xF4 ? "a code point above U+10FFFF" : "an overlong encoding";
-      return {.value = 0, .length = 0, .problem = why};
-    }
-    value = (value << 6) | (c & 0x3Fu);
-  }
-  return {.value = value, .length = length, .problem = nullptr};
 }
 
 [[noreturn]] void throw_invalid_utf8(const std::string& op, const std::string& text, size_t pos, const char* problem) {
@@ -135,10 +89,23 @@ Tokenizer Tokenizer::characters(const std::string& text) {
 
 Tokenizer Tokenizer::bytes() { return Tokenizer(); }
 
+Tokenizer Tokenizer::bpe(const BytePairEncoding& encoding) {
+  Tokenizer t;
+  t.kind_ = Kind::bpe;
+  t.bpe_ = std::make_shared<const BytePairEncoding>(encoding);
+  return t;
+}
+
+const BytePairEncoding& Tokenizer::byte_pairs() const {
+  if (kind_ != Kind::bpe) throw std::logic_error(std::string("Tokenizer::byte_pairs: a ") + kind_name() + " tokenizer has no byte pairs");
+  return *bpe_;
+}
+
 const char* Tokenizer::kind_name() const {
   switch (kind_) {
     case Kind::characters: return "char";
     case Kind::bytes: return "byte";
+    case Kind::bpe: return "bpe";
   }
   return "?";
 }
@@ -147,11 +114,13 @@ int64_t Tokenizer::vocab_size() const {
   switch (kind_) {
     case Kind::characters: return static_cast<int64_t>(symbols_.size());
     case Kind::bytes: return 256;
+    case Kind::bpe: return bpe_->vocab_size();
   }
   return 0;
 }
 
 std::string Tokenizer::to_json() const {
+  if (kind_ == Kind::bpe) return bpe_->to_json();
   OrderedJson j = {{"kind", kind_name()}};
   // The symbols as JSON strings: the UTF-8 itself, so the description stays readable in a
   // checkpoint's metadata; JSON escapes the control characters.
@@ -161,17 +130,24 @@ std::string Tokenizer::to_json() const {
 
 Tokenizer Tokenizer::from_json(const std::string& json) {
   const std::string op = "Tokenizer::from_json: ";
-  const Json j = parse_options_object(json, {"kind", "symbols"}, op);
+  // The byte-pair encoding's own fields are known here too, so that its kind can be read
+  // first; the other kinds refuse them below.
+  const std::vector<std::string_view> bpe_fields = {"pattern", "byte_order", "specials", "merges"};
+  const Json j = parse_options_object(json, {"kind", "symbols", "pattern", "byte_order", "specials", "merges"}, op);
   const auto kind_it = j.find("kind");
   if (kind_it == j.end()) throw std::invalid_argument(op + "missing \"kind\" in " + json);
   if (!kind_it->is_string()) throw std::invalid_argument(op + "\"kind\" must be a string, got " + kind_it->dump());
   const std::string kind = kind_it->get<std::string>();
+  if (kind == "bpe") return bpe(BytePairEncoding::from_json(json, "Tokenizer::from_json"));
+  for (std::string_view field : bpe_fields) {
+    if (j.contains(field)) throw std::invalid_argument(op + "unknown field \"" + std::string(field) + "\" in a " + kind + " tokenizer");
+  }
   const auto symbols_it = j.find("symbols");
   if (kind == "byte") {
     if (symbols_it != j.end()) throw std::invalid_argument(op + "a byte tokenizer has no \"symbols\" (its vocabulary is the 256 bytes)");
     return bytes();
   }
-  if (kind != "char") throw std::invalid_argument(op + "unknown \"kind\" \"" + kind + "\" (expected \"char\" or \"byte\")");
+  if (kind != "char") throw std::invalid_argument(op + "unknown \"kind\" \"" + kind + "\" (expected \"char\", \"byte\" or \"bpe\")");
   if (symbols_it == j.end()) throw std::invalid_argument(op + "a char tokenizer needs \"symbols\"");
   if (!symbols_it->is_array()) {
     throw std::invalid_argument(op + "\"symbols\" must be an array of strings, got " + json_type_name(*symbols_it));
@@ -202,6 +178,7 @@ Tokenizer Tokenizer::from_json(const std::string& json) {
 }
 
 std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
+  if (kind_ == Kind::bpe) return bpe_->encode(text, in_parallel_region() ? 1 : num_threads());
   std::vector<int64_t> ids;
   if (kind_ == Kind::bytes) {
     ids.reserve(text.size());
@@ -246,8 +223,12 @@ std::string Tokenizer::decode(int64_t id) const {
     throw std::invalid_argument("Tokenizer::decode: id " + std::to_string(id) + " is outside [0, " +
                                 std::to_string(vocab_size()) + ") of the " + kind_name() + " tokenizer");
   }
-  if (kind_ == Kind::bytes) return std::string(1, static_cast<char>(static_cast<unsigned char>(id)));
-  return symbols_[static_cast<size_t>(id)];
+  switch (kind_) {
+    case Kind::bytes: return std::string(1, static_cast<char>(static_cast<unsigned char>(id)));
+    case Kind::characters: return symbols_[static_cast<size_t>(id)];
+    case Kind::bpe: return bpe_->token_bytes(id);
+  }
+  return {};
 }
 
 std::vector<int64_t> Tokenizer::token_bytes() const {
@@ -259,6 +240,13 @@ std::vector<int64_t> Tokenizer::token_bytes() const {
       return lengths;
     }
     case Kind::bytes: return std::vector<int64_t>(256, 1);
+    case Kind::bpe: {  // a merged token stands for the bytes of its pieces; a special for its text
+      std::vector<int64_t> lengths(static_cast<size_t>(bpe_->vocab_size()));
+      for (int64_t id = 0; id < bpe_->vocab_size(); ++id) {
+        lengths[static_cast<size_t>(id)] = static_cast<int64_t>(bpe_->token_bytes(id).size());
+      }
+      return lengths;
+    }
   }
   return {};
 }

@@ -230,6 +230,12 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes.data(), 8);
   if (header_len > file_size - 8) {
+    // A JSON document where a checkpoint was expected is a common slip (a tokenizer file from
+    // train_bpe, a config): say so rather than only that the header is truncated.
+    if (bytes[0] == '{') {
+      safetensors_corrupt(path, "not a safetensors file: it starts like a JSON document (a tokenizer file written by "
+                                "train_bpe?), while a safetensors file starts with its 8-byte header length");
+    }
     safetensors_corrupt(path, "truncated header: the header length " + std::to_string(header_len) +
                       " is larger than the rest of the file (" + std::to_string(file_size - 8) + " bytes)");
   }

@@ -1,0 +1,102 @@
+// train_bpe: learns a byte-level BPE vocabulary from text files (by default Debian's fortunes)
+// and writes it as a file that tokenize --tokenizer and train_gpt --tokenizer read.
+//
+//   build/examples/train_bpe --vocab-size 4096 --out fortunes.bpe
+//   build/examples/train_bpe --data a.txt b.txt --vocab-size 8192 --special "<|endoftext|>" --out ab.bpe
+//   build/examples/tokenize --tokenizer fortunes.bpe notes.txt
+//
+// The vocabulary: the 256 bytes, then the merges, then the specials (--special, in order). The
+// file is the vocabulary's JSON description (docs/tokenizers.md), written atomically; an existing
+// --out is replaced only with --overwrite. Exit codes: 0 done, 1 error (a file), 2 bad command line
+// or a vocabulary size the text cannot fill.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "attograd/core/threads.h"
+#include "attograd/train/data/bpe.h"
+#include "attograd/train/data/text.h"
+#include "threads_flag.h"
+#include "tool_main.h"
+
+namespace {
+
+using namespace ag;
+
+struct Args {
+  std::vector<std::string> data;  // empty: the fortunes
+  int64_t vocab_size = 4096;
+  std::vector<std::string> specials;
+  std::string out;
+  bool overwrite = false;
+  std::string threads = "auto";
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run(const Args& args) {
+  namespace fs = std::filesystem;
+  if (args.out.empty()) throw ToolUsage("--out: the path is empty");
+  set_num_threads(parse_threads(args.threads));
+  std::error_code ec;
+  if (fs::exists(args.out, ec) && !args.overwrite) {
+    throw ToolUsage("--out: '" + args.out + "' exists; give --overwrite to replace it");
+  }
+  for (const std::string& d : args.data) {
+    if (fs::equivalent(d, args.out, ec)) throw ToolUsage("--out: '" + args.out + "' is also an input (--data)");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  // The texts must outlive training: they are kept here and viewed by TrainingText.
+  std::vector<std::string> texts;
+  std::vector<TrainingText> named;
+  if (args.data.empty()) {
+    texts.push_back(read_corpus(""));
+  } else {
+    for (const std::string& d : args.data) texts.push_back(read_corpus(d));  // names a missing or empty file
+  }
+  size_t bytes = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    named.push_back({.name = args.data.empty() ? std::string(kFortunesDir) : args.data[i], .text = texts[i]});
+    bytes += texts[i].size();
+  }
+  const double read_s = seconds_since(start);
+  BytePairEncoding bpe = [&] {
+    try {
+      return train_bpe(named, {.vocab_size = args.vocab_size, .specials = args.specials});
+    } catch (const std::invalid_argument& e) {  // a size the text cannot fill, a NUL byte
+      const std::string what = e.what(), op = "train_bpe: ";
+      throw ToolUsage(what.rfind(op, 0) == 0 ? what.substr(op.size()) : what);  // the program names itself
+    }
+  }();
+  const double total_s = seconds_since(start);
+  bpe.save(args.out);
+  char line[256];
+  std::snprintf(line, sizeof line, "train_bpe: %zu merges, vocabulary %lld (%zu specials), from %zu bytes in %.2f s "
+                "(reading %.2f s, training %.2f s, %d threads)\n",
+                bpe.merges().size(), static_cast<long long>(bpe.vocab_size()), bpe.specials().size(), bytes, total_s,
+                read_s, total_s - read_s, num_threads());
+  std::cout << line << "wrote " << args.out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  CLI::App app{"Learns a byte-level BPE vocabulary (GPT-2's pre-tokenisation) from text files.",
+               tool_name(argc, argv, "train_bpe")};
+  app.add_option("--data", args.data, "text files to learn from (default: every fortune under /usr/share/games/fortunes)");
+  app.add_option("--vocab-size", args.vocab_size, "tokens in all: 256 bytes + merges + specials")
+      ->check(CLI::Range(int64_t{256}, int64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--special", args.specials, "a special token (repeatable), e.g. \"<|endoftext|>\"");
+  app.add_option("--out", args.out, "the vocabulary file to write")->required();
+  app.add_flag("--overwrite", args.overwrite, "replace an existing --out");
+  add_threads_flag(app, args.threads, "threads for counting the text's chunks");
+  return tool_main(app, argc, argv, [&] { return run(args); });
+}
