@@ -11,7 +11,8 @@ when the page is rendered) just before it:
       COMMAND runs in a new scratch directory (with `build` there linking to the build tree, so
       `build/examples/...` works as written); every line of the block must be among the lines it
       prints (stdout and stderr), in the same order, once times and speeds are masked (see
-      `mask`). Leading `$ ...` lines (the command as typed) are not compared. `check short, continued:`
+      `mask`). Leading `$ ...` lines (the command as typed) are not compared; a line that ends
+      in " ..." stands for any line that begins with what comes before it. `check short, continued:`
       runs in the previous block's directory instead (a sample after its training run).
 
   <!-- check-table short -->
@@ -198,9 +199,14 @@ class Checker:
             while echo.endswith("\\") and want:
                 echo = want.pop(0)[1]
         # Every documented line, in order, among the printed ones (an excerpt may leave lines out).
+        def matches(printed, documented):  # "text ..." stands for a line that starts with "text"
+            if documented.endswith(" ..."):
+                return printed.startswith(documented[:-4])
+            return printed == documented
+
         at = 0
         for number, text in want:
-            while at < len(got) and got[at] != text:
+            while at < len(got) and not matches(got[at], text):
                 at += 1
             if at == len(got):
                 self.fail(f"{path}:{number}", f"documented line not printed (in this order) now:\n    {text}\n"
