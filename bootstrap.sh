@@ -60,7 +60,8 @@ packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann
 # bible): the package keeps the text compressed in a format of its own (/usr/lib/bible.data),
 # which its reader /usr/bin/bible from bible-kjv prints as plain text. The first README command
 # (--run) leaves them to the second, so that a first run is minutes away.
-rest=(libboost-test-dev python3 python3-numpy libopenmpi-dev openmpi-bin bible-kjv-text bible-kjv)
+# procps: pgrep, with which the MPI tests find the ranks under mpirun (a minimal Debian lacks it).
+rest=(libboost-test-dev python3 python3-numpy libopenmpi-dev openmpi-bin bible-kjv-text bible-kjv procps)
 [ -n "$program" ] || packages+=("${rest[@]}")
 begin packages "${#packages[@]} Debian packages (apt-get installs the missing ones)"
 missing=()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The quality figure of issue 14: attograd's examples/train_gpt with its defaults (the baby model
-# on Debian's fortunes, 800 steps) against its PyTorch twin bench/torch_gpt_train.py trained with
+# on Debian's fortunes, 1000 steps) against its PyTorch twin bench/torch_gpt_train.py trained with
 # the same settings, one after the other on this machine. Prints the validation loss of both at
 # every evaluation, the final ones, their relative difference (the issue asks for <= 2%) and the
 # wall time of each run.

@@ -48,7 +48,7 @@ def parse_args():
     p.add_argument("--block-size", type=int, default=64)
     p.add_argument("--dropout", type=float, default=0.0)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--steps", type=int, default=800)
+    p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--min-lr", type=float, default=3e-4)
     p.add_argument("--warmup", type=int, default=50)

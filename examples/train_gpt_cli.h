@@ -40,7 +40,7 @@ struct TrainGPTArgs : TrainingArgs {
     // biases, norms and tables) with a learning rate raised for the short budget.
     trainer = {.optimizer = OptimizerKind::adamw, .lr = 3e-3, .min_lr = 3e-4, .weight_decay = 0.1,
                .decay = DecayParams::matrices, .beta2 = 0.99, .warmup_steps = 50, .schedule = LrDecay::cosine,
-               .steps = 800, .clip_norm = 1.0, .eval_every = 100};
+               .steps = 1000, .clip_norm = 1.0, .eval_every = 100};
   }
 
   void declare(Flags& f) {

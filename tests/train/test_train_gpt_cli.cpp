@@ -32,7 +32,7 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_baby_model_on_fortunes) {
   BOOST_TEST(a.model.block_size == 64);
   BOOST_TEST(a.job.batch == 32);
   // The default run (README): AdamW with a cosine decay, nanoGPT's betas and decayed set for small
-  // models, 800 steps.
+  // models, 1000 steps.
   BOOST_TEST((a.trainer.optimizer == OptimizerKind::adamw));
   BOOST_TEST((a.trainer.schedule == LrDecay::cosine));
   BOOST_TEST(a.trainer.lr == 3e-3);
@@ -40,7 +40,7 @@ BOOST_AUTO_TEST_CASE(the_defaults_are_the_baby_model_on_fortunes) {
   BOOST_TEST(a.trainer.weight_decay == 0.1);
   BOOST_TEST((a.trainer.decay == DecayParams::matrices));
   BOOST_TEST(a.trainer.warmup_steps == 50);
-  BOOST_TEST(a.trainer.steps == 800);
+  BOOST_TEST(a.trainer.steps == 1000);
   BOOST_TEST(a.trainer.clip_norm == 1.0);
   BOOST_TEST(a.trainer.eval_every == 100);
   BOOST_TEST(a.model.bias);
@@ -152,8 +152,8 @@ BOOST_AUTO_TEST_CASE(bad_values_name_the_flag_and_the_value) {
   AG_CHECK_THROWS_WITH(parse({"--lr", "nan"}), UsageError, "--lr", "nan");
   AG_CHECK_THROWS_WITH(parse({"--heads", "3"}), UsageError, "--heads", "3", "--d-model 128");
   AG_CHECK_THROWS_WITH(parse({"--lr", "1e-3", "--min-lr", "1e-2"}), UsageError, "--min-lr", "--lr");
-  AG_CHECK_THROWS_WITH(parse({"--warmup", "800"}), UsageError, "--warmup", "800", "--steps 800");
-  BOOST_TEST(parse({"--warmup", "800", "--schedule", "constant"}).trainer.warmup_steps == 800);
+  AG_CHECK_THROWS_WITH(parse({"--warmup", "1000"}), UsageError, "--warmup", "1000", "--steps 1000");
+  BOOST_TEST(parse({"--warmup", "1000", "--schedule", "constant"}).trainer.warmup_steps == 1000);
   AG_CHECK_THROWS_WITH(parse({"--optimizer", "lion"}), UsageError, "--optimizer", "lion", "sgd|adam|adamw");
   AG_CHECK_THROWS_WITH(parse({"--schedule", "step"}), UsageError, "--schedule", "step");
   AG_CHECK_THROWS_WITH(parse({"--momentum", "1"}), UsageError, "--momentum", "1");
