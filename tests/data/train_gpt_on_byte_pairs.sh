@@ -44,7 +44,9 @@ PY
   status=0
   wait "$pid" || status=$?
   if [ "$status" = 130 ]; then
-    "$build/examples/train_gpt" --resume "$name-r.st" --log "$name-r.jsonl" --plot "$name-r.svg" --quiet >r2.out 2>&1 ||
+    # What only observes the run (the evaluation's windows and cadence, threads) is given again.
+    "$build/examples/train_gpt" --resume "$name-r.st" --log "$name-r.jsonl" --plot "$name-r.svg" --quiet \
+      --eval-windows 16 --eval-every 100 --threads 1 >r2.out 2>&1 ||
       fail "$tok: resume: $(cat r2.out)"
     cmp -s <(untimed "$name-u.jsonl") <(untimed "$name-r.jsonl") &&
       echo "ok: $tok: $(grep -o 'interrupted after [0-9]* steps' r.out), resumed: the uninterrupted run's rows" ||
