@@ -56,9 +56,11 @@ struct TrainGPTArgs : TrainingArgs {
             "James Bible, one verse a line); ./NAME is a file so named",
             is_corpus_name)->expected(1, CLI::detail::expected_max_vector_size);
     f.group("data", true);
-    f.text("--tokenizer", tokenizer,
+    // A vocabulary file given in a config is relative to the config, as every path there is.
+    f.path("--tokenizer", tokenizer,
            "one token per UTF-8 character (char), per byte (byte), GPT-2's byte-pair encoding (gpt2), or a "
-           "vocabulary file written by train_bpe");
+           "vocabulary file written by train_bpe",
+           [](const std::string& v) { return v == "char" || v == "byte" || v == "gpt2"; });
     f.group("model", true);
     f.integer("--layers", model.n_layers, 1, GPTLimits::n_layers, "transformer blocks");
     f.integer("--heads", model.n_head, 1, GPTLimits::n_head, "attention heads, must divide --d-model");

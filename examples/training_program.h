@@ -261,13 +261,12 @@ class Flags {
     };
     return add(app_.add_option(flag, into, help)->check(CLI::Validator(known, list)));
   }
-  // Free text whose meaning the program's finish() checks (a name or a file, say).
-  CLI::Option* text(const char* flag, std::string& into, const std::string& help) {
-    return add(app_.add_option(flag, into, help));
-  }
-  CLI::Option* path(const char* flag, std::string& into, const std::string& help) {
+  // A path, anchored to a config file that gives it (anchor_paths); `is_name`, when given, says
+  // which values are names rather than files (left as they are, e.g. --tokenizer gpt2).
+  CLI::Option* path(const char* flag, std::string& into, const std::string& help,
+                    std::function<bool(const std::string&)> is_name = {}) {
     const auto given = [](std::string& p) { return p.empty() ? std::string("the path is empty") : std::string(); };
-    paths_.push_back({flag, &into});
+    paths_.push_back({flag, &into, std::move(is_name)});
     return add(app_.add_option(flag, into, help)->check(CLI::Validator(given, "PATH")));
   }
   // One or more paths (`--data a.txt b.txt`, or the flag repeated; a TOML array in a config),
@@ -299,9 +298,10 @@ class Flags {
       }
       return fs::absolute(path).lexically_normal().string();
     };
-    for (auto& [flag, into] : paths_) {
+    for (auto& [flag, into, is_name] : paths_) {
       CLI::Option* option = app_.get_option(flag);
       if (option->count() == 0 || into->empty() || fs::path(*into).is_absolute()) continue;
+      if (is_name && is_name(*into)) continue;
       const std::string written = anchor(flag, *into);
       option->clear();  // what the written configuration says
       option->add_result(written);
@@ -327,7 +327,12 @@ class Flags {
   }
 
   CLI::App& app_;
-  std::vector<std::pair<std::string, std::string*>> paths_;
+  struct PathFlag {
+    std::string flag;
+    std::string* into;
+    std::function<bool(const std::string&)> is_name;
+  };
+  std::vector<PathFlag> paths_;
   struct PathList {
     std::string flag;
     std::vector<std::string>* into;

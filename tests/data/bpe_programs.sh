@@ -57,4 +57,15 @@ check "text with a NUL byte" 1 "$build/examples/train_bpe" --data nul.txt --out 
 says "names the file" "'nul.txt' holds a NUL byte at offset 1"
 check "a size the text cannot fill" 2 "$build/examples/train_bpe" --data text.txt --vocab-size 5000 --out small.bpe
 says "names the file and the largest size" "'text.txt' run out of pairs"
+# A vocabulary named in a config file is found beside the config, from any directory, as every
+# path in a config is; the names char, byte and gpt2 stay names.
+mkdir -p proj elsewhere
+cp fortunes.bpe proj/words.bpe
+head -c 20000 /usr/share/games/fortunes/fortunes >proj/some.txt
+printf 'tokenizer = "words.bpe"\ndata = ["some.txt"]\nsteps = 2\nwarmup = 1\neval-every = 2\nlayers = 1\nd-model = 16\nheads = 2\nblock-size = 8\nbatch = 4\n' >proj/run.toml
+(cd elsewhere && "$build/examples/train_gpt" --config ../proj/run.toml --quiet >../out.txt 2>&1) && echo "ok: a config's tokenizer file" ||
+  { echo "FAIL: a config's tokenizer file"; sed 's/^/  | /' out.txt; failures=$((failures + 1)); }
+says "is read from beside the config" "bpe tokenizer, vocab 700"
+grep -q "^tokenizer=\"$work/proj/words.bpe\"" elsewhere/runs/train_gpt/some/1/config.toml && echo "ok: the copy names it absolutely" ||
+  { echo "FAIL: the configuration copy: $(grep tokenizer elsewhere/runs/train_gpt/some/*/config.toml)"; failures=$((failures + 1)); }
 [ "$failures" -eq 0 ]
