@@ -117,12 +117,14 @@ int run(const Args& args) {
   g.use_cache = !args.no_cache;
   g.crop_prompt = false;
   int failed = print(args.prompt);
+  // A byte-level token can hold part of a character: what is printed is always UTF-8.
+  Utf8Printer text;
   g.on_token = [&](int64_t token) {
-    failed = print(tok.decode(token));  // as it is drawn, not at the end
-    return failed == 0;                 // a failed write stops generation after this token
+    failed = print(text.push(tok.decode(token)));  // as it is drawn, not at the end
+    return failed == 0;                             // a failed write stops generation after this token
   };
   if (failed == 0) generate(model, prompt, g);
-  if (failed == 0) failed = print("\n");
+  if (failed == 0) failed = print(text.finish() + "\n");
   if (failed != 0) throw stdout_error(failed);
   return 0;
 }

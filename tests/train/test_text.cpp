@@ -206,6 +206,23 @@ BOOST_AUTO_TEST_CASE(missing_directory_and_empty_files_are_errors_naming_the_pat
 // ---- character tokenizer ------------------------------------------------------------------
 
 // What bits per byte divides by: a character token's UTF-8 length, a byte token's 1.
+// generate prints a byte-level model's tokens as they come: a character split over two tokens
+// is printed whole once complete, bytes no text holds become U+FFFD, the output is always UTF-8.
+BOOST_AUTO_TEST_CASE(the_utf8_printer_joins_split_characters_and_replaces_stray_bytes) {
+  Utf8Printer p;
+  BOOST_TEST(p.push("ab") == "ab");
+  BOOST_TEST(p.push("\xC3") == "");           // the first byte of e-acute: held back
+  BOOST_TEST(p.push("\xA9 x") == "\xC3\xA9 x");  // completed by the next token
+  BOOST_TEST(p.push("\xE2\x82") == "");       // two of the euro sign's three bytes
+  BOOST_TEST(p.push("\xAC") == "\xE2\x82\xAC");
+  BOOST_TEST(p.push("\x80y") == "\xEF\xBF\xBDy");  // a continuation byte with no lead
+  BOOST_TEST(p.push("\xFF") == "\xEF\xBF\xBD");     // never in UTF-8
+  BOOST_TEST(p.push("\xC3z") == "\xEF\xBF\xBDz");   // a lead byte whose character never came
+  BOOST_TEST(p.push("\xF0\x9F") == "");
+  BOOST_TEST(p.finish() == "\xEF\xBF\xBD\xEF\xBF\xBD");  // cut off by the end: one U+FFFD a byte
+  BOOST_TEST(p.finish() == "");
+}
+
 BOOST_AUTO_TEST_CASE(token_bytes_are_each_ids_utf8_length) {
   const Tokenizer chars = Tokenizer::characters("a\xC3\xA9\xE2\x9C\x93\xF0\x9F\x98\x80 ");  // "aé✓😀 "
   BOOST_TEST(chars.token_bytes() == (std::vector<int64_t>{1, 1, 2, 3, 4}), boost::test_tools::per_element());

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "attograd/core/indices.h"
@@ -109,6 +110,20 @@ class Tokenizer {
   Kind kind_ = Kind::bytes;
   std::vector<std::string> symbols_;  // character-level: the UTF-8 bytes of each id
   std::shared_ptr<const BytePairEncoding> bpe_;  // byte-pair encoding
+};
+
+// Valid UTF-8 from the bytes of tokens drawn one at a time, for printing as they come: a
+// byte-level token may hold part of a character, or bytes no text holds. push() returns what is
+// complete, each byte that cannot be part of a character as U+FFFD (the replacement character,
+// as Python's decode(errors="replace") gives), and holds back a character still incomplete;
+// finish() returns what is held back, each of its bytes as U+FFFD.
+class Utf8Printer {
+ public:
+  std::string push(std::string_view bytes);
+  std::string finish();
+
+ private:
+  std::string pending_;
 };
 
 // Tokens [0, cut) train and [cut, n) validate, cut = floor(n * train_fraction).

@@ -259,4 +259,35 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
 }
 
 
+namespace {
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+}  // namespace
+
+std::string Utf8Printer::push(std::string_view bytes) {
+  pending_.append(bytes);
+  std::string out;
+  size_t pos = 0;
+  while (pos < pending_.size()) {
+    const CodePoint c = decode_utf8(pending_, pos);
+    if (c.length > 0) {
+      out.append(pending_, pos, c.length);
+      pos += c.length;
+    } else if (c.problem != nullptr && std::string_view(c.problem) == "a sequence truncated by the end of the text") {
+      break;  // the rest of this character may come with the next token
+    } else {
+      out.append(kReplacement);
+      ++pos;
+    }
+  }
+  pending_.erase(0, pos);
+  return out;
+}
+
+std::string Utf8Printer::finish() {
+  std::string out;
+  for (size_t i = 0; i < pending_.size(); ++i) out.append(kReplacement);
+  pending_.clear();
+  return out;
+}
+
 }  // namespace ag
