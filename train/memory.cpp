@@ -54,7 +54,7 @@ MemoryEstimate estimate(double parameters, double activations, double evaluation
   e.parameters = parameters * kFloat;
   e.gradients = e.parameters;
   e.optimizer_state = optimizer_bytes(trainer, e.parameters);
-  e.activations = activations;
+  e.activations = activations / static_cast<double>(trainer.grad_accum);  // one micro-batch's
   e.evaluation = evaluation;
   e.eval_rows = eval_rows;
   return e;
