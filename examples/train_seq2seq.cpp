@@ -49,7 +49,7 @@ int run(const TrainSeq2SeqArgs& a) {
   const Seq2SeqTaskOptions task = run.options("task", seq2seq_task_options_from_json, a.task);
   const std::string layers = std::to_string(m.n_encoder_layers) + "+" + std::to_string(m.n_decoder_layers);
   const TrainerOptions& t = run.trainer;
-  run.check_memory(estimate_training_memory(m, task, t, a.eval_sequences),
+  run.check_fits(task.batch_size, estimate_training_memory(m, task, t, a.eval_sequences),
                    "the size is driven by --d-model, --d-ff, --d-k, --d-v, --encoder-layers, --decoder-layers and "
                    "--symbols (parameters and optimizer state) and by --batch, --max-len and --heads (activations)");
   std::ostringstream title, about;
