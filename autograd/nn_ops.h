@@ -60,6 +60,23 @@ struct CrossEntropyOptions {
 // 0 with a zero gradient (PyTorch returns NaN). Saves the logits and one log-sum-exp per row.
 Variable cross_entropy(const Variable& logits, const Indices& targets, const CrossEntropyOptions& options = {});
 
+// ---- linear_cross_entropy (ops/linear_cross_entropy.cpp): a head and its loss, in chunks ----
+// cross_entropy(linear(h, weight), targets) for h (..., d), weight (V, d) (no bias) and targets
+// h's shape without d, computed chunk_rows rows at a time: the (rows, V) logits never exist
+// whole, in forward or backward (backward recomputes each chunk's logits). The same value and
+// gradients up to rounding; with one chunk (chunk_rows >= rows) the same bits. Reductions mean
+// and sum only.
+struct LinearCrossEntropyOptions {
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
+  Reduction reduction = Reduction::mean;
+  int64_t chunk_rows = 256;
+};
+Variable linear_cross_entropy(const Variable& h, const Variable& weight, const Indices& targets,
+                              const LinearCrossEntropyOptions& options = {});
+// The rows per chunk that keep a chunk's logits within `budget_elements` values (at least 1).
+int64_t linear_cross_entropy_chunk(int64_t vocab, int64_t budget_elements = int64_t{8} << 20);
+
 // ---- scaled dot-product attention (ops/attention.cpp) ----
 // q: (B, H, Tq, Dk), k: (B, H, Tk, Dk), v: (B, H, Tk, Dv) -> (B, H, Tq, Dv)
 //   weights = softmax(scale * q k^T + bias, over the keys the mask shows) ; output = dropout(weights) v

@@ -543,6 +543,92 @@ BOOST_AUTO_TEST_CASE(attention_rejects_mismatched_shapes_naming_all_of_them) {
                        "p=1.2");
 }
 
+// ---------------------------------------------------------------------------------------------
+// linear_cross_entropy: the head and its loss in chunks
+
+const Indices kLceTargets({2, 4}, {1, 3, 4, 0, 3, 2, 5, 1});  // 3 is ignored where asked
+
+LinearCrossEntropyOptions lce_options(int64_t chunk, Reduction reduction, double smoothing, int64_t ignore) {
+  LinearCrossEntropyOptions o;
+  o.chunk_rows = chunk;
+  o.reduction = reduction;
+  o.label_smoothing = smoothing;
+  o.ignore_index = ignore;
+  return o;
+}
+
+BOOST_AUTO_TEST_CASE(linear_cross_entropy_gradcheck_on_h_and_weight_over_chunks) {
+  for (const int64_t chunk : {1, 3, 8, 100}) {
+    for (const Reduction reduction : {Reduction::mean, Reduction::sum}) {
+      for (const double smoothing : {0.0, 0.2}) {
+        BOOST_TEST_CONTEXT("chunk " << chunk << ", reduction " << static_cast<int>(reduction) << ", smoothing "
+                                    << smoothing) {
+          const LinearCrossEntropyOptions o = lce_options(chunk, reduction, smoothing, 3);
+          const Variable h = testing::randn_leaf({2, 4, 5}, 41, "h");  // (B, T, d)
+          const Variable w = testing::randn_leaf({6, 5}, 42, "weight");  // (V, d)
+          check_gradients(
+              [&](const std::vector<Variable>& in) { return linear_cross_entropy(in[0], in[1], kLceTargets, o); },
+              {h, w});
+        }
+      }
+    }
+  }
+  // A transposed (non-contiguous) h and weight.
+  const Variable h = transposed_leaf({2, 4, 5}, 0, 1, 43);
+  const Variable w = transposed_leaf({6, 5}, 0, 1, 44);
+  check_gradients([&](const std::vector<Variable>& in) {
+    return linear_cross_entropy(in[0], in[1], kLceTargets, lce_options(3, Reduction::mean, 0.0, -100));
+  }, {h, w});
+}
+
+BOOST_AUTO_TEST_CASE(linear_cross_entropy_equals_the_head_then_the_loss) {
+  // Chunks of 3 over 8 rows, with a tied-weight style second use of the weight so that its
+  // gradient is accumulated into one already there.
+  for (const int64_t chunk : {1, 3, 5}) {
+    const Variable h1 = testing::randn_leaf({2, 4, 5}, 51), w1 = testing::randn_leaf({6, 5}, 52);
+    const Variable h2 = testing::randn_leaf({2, 4, 5}, 51), w2 = testing::randn_leaf({6, 5}, 52);
+    const CrossEntropyOptions whole{.ignore_index = 3, .label_smoothing = 0.1};
+    const Variable a = cross_entropy(linear(h1, w1), kLceTargets, whole) + sum(w1 * w1);
+    const Variable b = linear_cross_entropy(h2, w2, kLceTargets, lce_options(chunk, Reduction::mean, 0.1, 3)) +
+                       sum(w2 * w2);
+    a.backward();
+    b.backward();
+    BOOST_TEST(std::abs(a.item() - b.item()) <= 1e-12, "chunk " << chunk);
+    BOOST_TEST(max_abs_diff(h1.grad(), h2.grad()) <= 1e-12, "chunk " << chunk);
+    BOOST_TEST(max_abs_diff(w1.grad(), w2.grad()) <= 1e-12, "chunk " << chunk);
+  }
+  // One chunk is the same arithmetic: the same bits, in f32 too.
+  const auto f32_leaf = [](const Shape& shape, uint64_t seed) { return testing::randn_leaf(shape, seed, "", DType::f32); };
+  const Variable h1 = f32_leaf({3, 7, 16}, 53), w1 = f32_leaf({50, 16}, 54);
+  const Variable h2 = f32_leaf({3, 7, 16}, 53), w2 = f32_leaf({50, 16}, 54);
+  std::vector<int64_t> t(21);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<int64_t>(Generator::bits(55, i) % 50);
+  const Indices targets({3, 7}, t);
+  const Variable a = cross_entropy(linear(h1, w1), targets);
+  const Variable b = linear_cross_entropy(h2, w2, targets, {.chunk_rows = 21});
+  a.backward();
+  b.backward();
+  BOOST_TEST(a.item() == b.item());
+  BOOST_TEST(max_abs_diff(h1.grad(), h2.grad()) == 0.0);
+  BOOST_TEST(max_abs_diff(w1.grad(), w2.grad()) == 0.0);
+}
+
+BOOST_AUTO_TEST_CASE(linear_cross_entropy_refuses_bad_input_by_name) {
+  const Variable h = testing::randn_leaf({2, 4, 5}, 61), w = testing::randn_leaf({6, 5}, 62);
+  AG_CHECK_THROWS_WITH(linear_cross_entropy(h, w, kLceTargets, {.reduction = Reduction::none}), std::invalid_argument,
+                       "linear_cross_entropy", "none");
+  AG_CHECK_THROWS_WITH(linear_cross_entropy(h, w, kLceTargets, {.chunk_rows = 0}), std::invalid_argument,
+                       "linear_cross_entropy", "chunk_rows", "got 0");
+  AG_CHECK_THROWS_WITH(linear_cross_entropy(h, w, Indices({2, 4}, {1, 3, 4, 0, 3, 2, 6, 1})), std::invalid_argument,
+                       "linear_cross_entropy", "target 6", "position 6", "[0, 6)");
+  AG_CHECK_THROWS_WITH(linear_cross_entropy(h, testing::randn_leaf({6, 4}, 63), kLceTargets), std::invalid_argument,
+                       "linear_cross_entropy", "(6, 4)", "(2, 4, 5)");
+  AG_CHECK_THROWS_WITH(linear_cross_entropy(h, w, Indices({8}, {1, 3, 4, 0, 3, 2, 5, 1})), std::invalid_argument,
+                       "linear_cross_entropy", "targets must have");
+  AG_CHECK_THROWS_WITH(linear_cross_entropy(h, testing::randn_leaf({6, 5}, 64, "", DType::f32), kLceTargets),
+                       std::invalid_argument, "linear_cross_entropy", "dtypes differ");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
