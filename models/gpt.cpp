@@ -155,6 +155,12 @@ Variable GPT::forward(const Indices& ids) {
 
 Variable GPT::forward_embedded(const Variable& x) { return head(hidden(x)); }
 
+Variable GPT::loss(const Indices& ids, const Indices& targets) {
+  check_ids(ids, "GPT::loss");
+  return linear_cross_entropy(hidden(embed_(ids)), embed_.weight(), targets,
+                              {.chunk_rows = linear_cross_entropy_chunk(options_.vocab)});
+}
+
 KvCache GPT::make_cache(int64_t batch) const {
   KvCacheOptions c;
   c.n_layers = options_.n_layers;

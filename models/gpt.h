@@ -89,6 +89,13 @@ class GPT : public Module {
   // checked before anything is appended.
   Variable forward(const Indices& ids, KvCache& cache);
 
+  // The mean next-token cross-entropy of ids (B, T) against targets (B, T) (ignore_index -100),
+  // through linear_cross_entropy: the head and the loss a chunk of positions at a time, so that
+  // the (B*T, vocab) logits never exist whole (chunks of linear_cross_entropy_chunk(vocab)
+  // rows). cross_entropy(forward(ids), targets) up to rounding; the same bits when one chunk
+  // covers every position, as for small vocabularies.
+  Variable loss(const Indices& ids, const Indices& targets);
+
   // The same model after the token lookup: x (B, T, d_model) token embeddings -> logits
   // (B, T, vocab). Lets a gradient check differentiate with respect to the embeddings; the
   // tied weight then serves the head only.

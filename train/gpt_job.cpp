@@ -100,10 +100,10 @@ StepLoss GPTJob::loss(uint64_t index, const Shard& rows) {
   const int64_t block = model_.options().block_size;
   const TextBatch batch = sample_batch(data_.train, {.batch = options_.batch, .block_size = block}, options_.seed, index);
   const bool whole = rows.begin == 0 && rows.rows == options_.batch;
-  // logits (B, T, V) against targets (B, T): the mean over B*T next-token predictions.
+  // The mean over B*T next-token predictions (the head and the loss in chunks: GPT::loss).
   // Over several processes, this rank's rows of the batch (every rank draws the whole batch).
-  const Variable loss = whole ? cross_entropy(model_(batch.inputs), batch.targets)
-                              : cross_entropy(model_(shard_rows(batch.inputs, rows)), shard_rows(batch.targets, rows));
+  const Variable loss = whole ? model_.loss(batch.inputs, batch.targets)
+                              : model_.loss(shard_rows(batch.inputs, rows), shard_rows(batch.targets, rows));
   return {.loss = loss, .tokens = options_.batch * block};
 }
 
@@ -117,8 +117,8 @@ GPTJob::HeldOutLoss GPTJob::mean_loss(const std::vector<TextBatch>& batches, con
     const Shard part = ranks.part(all);
     if (part.rows == 0) continue;
     const bool whole = part.rows == all;
-    const Variable loss = whole ? cross_entropy(model_(b.inputs), b.targets)
-                                : cross_entropy(model_(shard_rows(b.inputs, part)), shard_rows(b.targets, part));
+    const Variable loss = whole ? model_.loss(b.inputs, b.targets)
+                                : model_.loss(shard_rows(b.inputs, part), shard_rows(b.targets, part));
     sum += loss.item() * static_cast<double>(part.rows);
     rows += part.rows;
     tokens += part.rows * block;

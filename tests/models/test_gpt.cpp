@@ -32,6 +32,33 @@ BOOST_AUTO_TEST_CASE(logits_are_causal_and_shaped_b_t_vocab) {
   BOOST_TEST(max_abs_diff(model(prefix).value(), la.narrow(1, 0, 3)) < 1e-12);
 }
 
+BOOST_AUTO_TEST_CASE(the_loss_in_chunks_is_the_loss_of_the_whole_logits) {
+  // A vocabulary of 3000: chunks of linear_cross_entropy_chunk(3000) = 2796 positions, so the
+  // 3 x 1024 positions below take two chunks (and the logits are never whole).
+  const GPTOptions o{.vocab = 3000, .block_size = 1024, .d_model = 8, .n_head = 2, .n_layers = 1};
+  BOOST_REQUIRE(linear_cross_entropy_chunk(o.vocab) < 3 * 1024);
+  std::vector<int64_t> ids(3 * 1024), targets(3 * 1024);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = static_cast<int64_t>(Generator::bits(3, i) % 3000);
+    targets[i] = static_cast<int64_t>(Generator::bits(4, i) % 3000);
+  }
+  const Indices x({3, 1024}, ids), y({3, 1024}, targets);
+  std::vector<double> losses;
+  std::vector<std::vector<Tensor>> grads;
+  for (const bool chunked : {false, true}) {
+    manual_seed(9);
+    GPT gpt(o);
+    gpt.to(DType::f64);
+    const Variable loss = chunked ? gpt.loss(x, y) : cross_entropy(gpt(x), y);
+    loss.backward();
+    losses.push_back(loss.item());
+    grads.emplace_back();
+    for (const auto& [name, p] : gpt.named_parameters()) grads.back().push_back(p.grad());
+  }
+  BOOST_TEST(std::abs(losses[0] - losses[1]) <= 1e-12);
+  for (size_t i = 0; i < grads[0].size(); ++i) BOOST_TEST(max_abs_diff(grads[0][i], grads[1][i]) <= 1e-12);
+}
+
 BOOST_AUTO_TEST_CASE(the_head_is_the_token_embedding_one_parameter_named_once) {
   GPT model(small_gpt());
   const NamedVariables params = model.named_parameters();
