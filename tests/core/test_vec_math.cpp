@@ -413,6 +413,38 @@ BOOST_AUTO_TEST_CASE(gelu_and_gelu_backward_f32_match_f64) {
   BOOST_TEST(worst_grad <= 5e-7, "max error " << worst_grad);
 }
 
+// GPT-2's GELU in float (one exp_f32 per element) against the same in double, over inputs that
+// reach both saturated tails, contiguous and strided. x sigmoid(2u) is accurate relative to
+// |x| (exp_f32's 1 ulp, a few float roundings); the gradient relative to |g| (max(1, x^2) for
+// the x s (1 - s) u' term, which carries the cube's rounding).
+BOOST_AUTO_TEST_CASE(gelu_tanh_and_its_backward_f32_match_f64) {
+  Generator gen(23);
+  const Tensor x32 = normal(Shape{6, 37}, 0.0, 4.0, gen, DType::f32);
+  const Tensor g32 = normal(Shape{6, 37}, 0.0, 1.0, gen, DType::f32);
+  const Tensor x = x32.to(DType::f64), g = g32.to(DType::f64);
+  const std::vector<double> xs = x.to_vector(), gs = g.to_vector();
+  const std::vector<double> want = kernels::unary(kernels::UnaryOp::gelu_tanh, x).to_vector();
+  const std::vector<double> want_grad = kernels::gelu_tanh_backward(x, g).to_vector();
+  const std::vector<double> got_grad = kernels::gelu_tanh_backward(x32, g32).to_vector();
+  const Tensor strided = x32.transpose(0, 1).contiguous().transpose(0, 1);
+  for (const Tensor& in : {x32, strided}) {
+    const std::vector<double> got = kernels::unary(kernels::UnaryOp::gelu_tanh, in).to_vector();
+    double worst = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      BOOST_TEST(std::isfinite(got[i]));
+      worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(xs[i])));
+    }
+    BOOST_TEST(worst <= 3e-7, "max error " << worst << ", contiguous " << in.is_contiguous());
+  }
+  double worst_grad = 0;
+  for (size_t i = 0; i < want_grad.size(); ++i) {
+    BOOST_TEST(std::isfinite(got_grad[i]));
+    worst_grad = std::max(worst_grad, std::abs(got_grad[i] - want_grad[i]) /
+                                          (std::max(1.0, std::abs(gs[i])) * std::max(1.0, xs[i] * xs[i])));
+  }
+  BOOST_TEST(worst_grad <= 5e-7, "max error " << worst_grad);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 // ---- small_gemm ----
