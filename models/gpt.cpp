@@ -8,6 +8,7 @@
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops.h"
 #include "attograd/core/parallel.h"
+#include "attograd/core/skip_init.h"
 #include "attograd/layers/attention_mask.h"
 
 namespace ag {
@@ -37,6 +38,7 @@ TransformerBlockOptions block_options(const GPTOptions& o) {
 // normal(shape, 0, std) would give from the same generator state, written straight into the
 // parameter, so that building GPT-2's 124M parameters needs no second copy of its largest table.
 void init_normal(const Variable& p, double std) {
+  if (init_skipped()) return;  // the layers left zeros; the caller overwrites them
   Variable handle = p;
   Tensor& value = handle.mutable_value();
   const uint64_t key = default_generator().next_stream();
