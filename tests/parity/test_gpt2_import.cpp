@@ -234,6 +234,28 @@ BOOST_AUTO_TEST_CASE(export_writes_back_what_was_imported) {
   }
 }
 
+// A model of a shorter context takes the first rows of the file's positions (nanoGPT's crop):
+// its logits are PyTorch's for the positions it has; a longer context is refused.
+BOOST_AUTO_TEST_CASE(a_shorter_context_takes_the_first_positions) {
+  GPTOptions shorter = fixture_options();
+  shorter.block_size = 32;  // the ids are 24 long
+  for (const char* file : {"hf_f64.safetensors", "nanogpt_f32.safetensors", "llmc_f32.bin"}) {
+    BOOST_TEST_CONTEXT(file) {
+      auto m = imported(file, DType::f64, shorter);
+      BOOST_TEST(m->pos().weight().shape() == Shape({32, 32}));
+      BOOST_TEST(relative_error(m->forward(expect(DType::f64).find("ids")->indices).value(),
+                                expect(DType::f64).find("logits")->tensor) <= allowed(DType::f64));
+    }
+  }
+  GPTOptions longer = fixture_options();
+  longer.block_size = 256;
+  GPT m(longer);
+  AG_CHECK_THROWS_WITH(read_gpt_weights(m, fixture("hf_f64.safetensors")), std::runtime_error, "'wpe.weight'", "(128, 32)",
+                       "(256, 32)");
+  AG_CHECK_THROWS_WITH(read_gpt_weights(m, fixture("llmc_f32.bin")), std::runtime_error, "max_seq_len is 128",
+                       "block_size 256");
+}
+
 BOOST_AUTO_TEST_CASE(llmc_cannot_express_the_exact_gelu_and_nothing_is_written) {
   TempDir dir;
   GPTOptions exact = fixture_options();

@@ -56,21 +56,25 @@ void convert_any(SafetensorsDType from, const void* in, To* out, int64_t n) {
   else convert<double>(in, out, n);
 }
 
-// dst (out, in) = columns [first, first + out) of src (in, n), transposed; blocks of 32 x 32 so
-// that both sides stay in cache, rows of the output split over the pool.
+// dst (out, in) = columns [first, first + out) of src (in, n), transposed, in tiles of 32 x 32:
+// each tile is read as 32 runs of 32 consecutive source values and written as 32 runs of 32
+// consecutive destination values, so both sides stream; the tile rows are split over the pool.
 template <typename From, typename To>
 void transpose_columns(const From* src, int64_t in, int64_t n, int64_t first, To* dst, int64_t out) {
-  constexpr int64_t kBlock = 32;
-  const int64_t row_blocks = (out + kBlock - 1) / kBlock;
-  parallel_for(row_blocks, parallel_chunks(row_blocks, static_cast<double>(out) * static_cast<double>(in)),
+  constexpr int64_t kTile = 32;
+  const int64_t tiles = (out + kTile - 1) / kTile;
+  parallel_for(tiles, parallel_chunks(tiles, 4.0 * static_cast<double>(out) * static_cast<double>(in)),
                [&](int64_t begin, int64_t end) {
-                 for (int64_t ob = begin * kBlock; ob < std::min(out, end * kBlock); ob += kBlock) {
-                   for (int64_t ib = 0; ib < in; ib += kBlock) {
-                     for (int64_t o = ob; o < std::min(out, ob + kBlock); ++o) {
-                       for (int64_t i = ib; i < std::min(in, ib + kBlock); ++i) {
-                         dst[o * in + i] = static_cast<To>(src[i * n + first + o]);
-                       }
+                 To tile[kTile][kTile];
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t o0 = t * kTile, os = std::min(kTile, out - o0);
+                   for (int64_t i0 = 0; i0 < in; i0 += kTile) {
+                     const int64_t is = std::min(kTile, in - i0);
+                     for (int64_t i = 0; i < is; ++i) {
+                       const From* row = src + (i0 + i) * n + first + o0;
+                       for (int64_t o = 0; o < os; ++o) tile[o][i] = static_cast<To>(row[o]);
                      }
+                     for (int64_t o = 0; o < os; ++o) std::memcpy(dst + (o0 + o) * in + i0, tile[o], static_cast<size_t>(is) * sizeof(To));
                    }
                  }
                });
@@ -167,7 +171,10 @@ GPTWeightsLayout read_llmc(GPT& model, const FileReader& file) {
   same("num_layers", layers, "n_layers", o.n_layers);
   same("num_heads", heads, "n_head", o.n_head);
   same("channels", C, "d_model", o.d_model);
-  same("max_seq_len", max_t, "block_size", o.block_size);
+  if (max_t < o.block_size) {
+    fail(path, "the header's max_seq_len is " + std::to_string(max_t) + ", shorter than the model's block_size " +
+                   std::to_string(o.block_size) + " (a shorter context takes the first positions; a longer one has none to read)");
+  }
   if (padded < vocab) {
     fail(path, "the header's padded_vocab_size " + std::to_string(padded) + " is smaller than its vocab_size " +
                    std::to_string(vocab));
@@ -202,7 +209,7 @@ GPTWeightsLayout read_llmc(GPT& model, const FileReader& file) {
     sources.push_back(std::move(s));
   };
   add("embed.weight", "wte", 0, vocab * C);
-  add("pos.weight", "wpe", 0, max_t * C);
+  add("pos.weight", "wpe", 0, o.block_size * C);  // a shorter context: the first positions
   for (int64_t l = 0; l < L; ++l) {
     const std::string b = "blocks." + std::to_string(l) + ".";
     add(b + "norm1.weight", "ln1w", l * C, C);
@@ -344,7 +351,7 @@ GPTWeightsLayout read_safetensors_weights(GPT& model, const FileReader& file) {
   std::vector<Source> sources;
   std::set<std::string> used;
   for (const auto& [param, p] : model.named_parameters()) {
-    const Mapping m = ours ? Mapping{param, p.shape(), false, 0, p.shape().numel()} : map_gpt2_name(param, p.shape(), conv1d, o);
+    Mapping m = ours ? Mapping{param, p.shape(), false, 0, p.shape().numel()} : map_gpt2_name(param, p.shape(), conv1d, o);
     const auto it = tensors.find(m.name);
     if (it == tensors.end()) {
       fail(path, "has no tensor '" + (ours ? "" : prefix) + m.name + "' (the model's " + param + ", " +
@@ -352,6 +359,10 @@ GPTWeightsLayout read_safetensors_weights(GPT& model, const FileReader& file) {
     }
     const SafetensorsTensorInfo& t = *it->second;
     check_dtype(path, t);
+    // A model of a shorter context takes the first rows of the positions' table (nanoGPT's crop).
+    if (!ours && param == "pos.weight" && t.shape.rank() == 2 && t.shape[1] == o.d_model && t.shape[0] >= o.block_size) {
+      m.stored = t.shape;
+    }
     if (t.shape != m.stored) {
       const bool table = m.name == "wte.weight";
       fail(path, "tensor '" + t.name + "' is " + t.shape.str() + " where the model's " + param + " needs " + m.stored.str() +

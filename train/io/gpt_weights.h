@@ -25,10 +25,12 @@
 //   when present, must equal wte.weight (the head is tied to the embedding here).
 //
 // The model's options must describe the file's network; the file is checked against them, not
-// the other way round: layers, width, context and vocabulary (a padded llm.c table gives its
-// first vocab rows; extra rows of ours are zeroed), biases or not, and n_head where the file
-// says it (llm.c's header, an attograd checkpoint's options). Hugging Face and nanoGPT files do
-// not store n_head (it lives in a config beside them): the model's is used.
+// the other way round: layers, width, vocabulary (a padded llm.c table gives its first vocab
+// rows; extra rows of ours are zeroed), context (a shorter one takes the first rows of the
+// positions' table, as nanoGPT's crop_block_size does; an attograd checkpoint must match),
+// biases or not, and n_head where the file says it (llm.c's header, an attograd checkpoint's
+// options). Hugging Face and nanoGPT files do not store n_head (it lives in a config beside
+// them): the model's is used.
 //
 // Everything is checked before any parameter changes: the layout, every tensor present with the
 // shape the model needs and a dtype of F32 or F64, no tensor left unknown, the file long enough
