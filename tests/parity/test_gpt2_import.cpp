@@ -312,6 +312,10 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_by_name_and_change_nothing) {
   GPT wider_model(other);
   refused(fixture("hf_f64.safetensors"), {"'h.0.attn.c_attn.weight'", "(32, 96)", "d_model 48"}, wider_model);
 
+  // A truncated safetensors file: its header's index names the tensor that no longer fits.
+  const std::vector<char> st = bytes_of(fixture("hf_f64.safetensors"));
+  write_bytes(dir.file("cut.safetensors"), std::vector<char>(st.begin(), st.end() - 8));
+  refused(dir.file("cut.safetensors"), {"cut.safetensors", "data truncated", "'ln_f.bias'"}, model);
   const std::vector<char> bin = bytes_of(fixture("llmc_f32.bin"));
   std::vector<char> cut(bin.begin(), bin.end() - 100);
   write_bytes(dir.file("cut.bin"), cut);
