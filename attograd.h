@@ -52,6 +52,7 @@
 #include "attograd/train/dist/data_parallel.h"
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/gpt_weights.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
 #include "attograd/train/job.h"

@@ -28,6 +28,8 @@ Variable tanh(const Variable& x);
 Variable sigmoid(const Variable& x);
 Variable relu(const Variable& x);
 Variable gelu(const Variable& x);  // exact (erf) form, PyTorch's default
+// GPT-2's tanh approximation, PyTorch's F.gelu(x, approximate='tanh') (HF's "gelu_new").
+Variable gelu_tanh(const Variable& x);
 
 inline Variable operator+(const Variable& a, const Variable& b) { return add(a, b); }
 inline Variable operator-(const Variable& a, const Variable& b) { return sub(a, b); }

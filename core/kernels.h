@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <numbers>
 #include <utility>
 #include <vector>
 
@@ -15,7 +16,11 @@
 namespace ag::kernels {
 
 // ---- elementwise ----
-enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, abs, square, reciprocal };
+// gelu is the exact form x Phi(x); gelu_tanh GPT-2's approximation
+// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, gelu_tanh, abs, square, reciprocal };
+inline constexpr double kGeluTanhScale = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;  // sqrt(2 / pi)
+inline constexpr double kGeluTanhCubic = 0.044715;
 const char* unary_name(UnaryOp op);
 Tensor unary(UnaryOp op, const Tensor& x);
 // y = x * scale + shift

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "attograd/core/parallel.h"
+#include "attograd/core/skip_init.h"
 #include "attograd/core/tensor.h"
 
 namespace ag {
@@ -100,11 +101,21 @@ Tensor from_vector(const std::vector<float>& values, const Shape& shape, DType d
 // the pool, a layer's small ones stay on the calling thread.
 constexpr double kDrawCost = 40;
 
+namespace {
+thread_local bool skip_init = false;
+}  // namespace
+
+SkipInitGuard::SkipInitGuard() : previous_(skip_init) { skip_init = true; }
+SkipInitGuard::~SkipInitGuard() { skip_init = previous_; }
+bool init_skipped() { return skip_init; }
+
+// Under a SkipInitGuard (core/skip_init.h) both give zeros and draw nothing.
 Tensor uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype) {
   if (!(low <= high) || !std::isfinite(low) || !std::isfinite(high)) {
     throw std::invalid_argument("uniform: need finite low <= high, got low=" + std::to_string(low) +
                                 " high=" + std::to_string(high));
   }
+  if (init_skipped()) return zeros(shape, dtype);
   Tensor t(shape, dtype, "uniform");
   const uint64_t key = gen.next_stream();
   dispatch(dtype, [&]<typename T>(T) {
@@ -129,6 +140,7 @@ Tensor normal(const Shape& shape, double mean, double std, Generator& gen, DType
     throw std::invalid_argument("normal: need finite mean and std >= 0, got mean=" + std::to_string(mean) +
                                 " std=" + std::to_string(std));
   }
+  if (init_skipped()) return zeros(shape, dtype);
   Tensor t(shape, dtype, "normal");
   const uint64_t key = gen.next_stream();
   dispatch(dtype, [&]<typename T>(T) {

@@ -11,8 +11,12 @@
 // Its checkpoint, metrics log, plot and configuration go to runs/train_gpt/<text>/<n>/ unless
 // --save / --log / --plot say otherwise; a text too short for the context is a usage error (exit 2). What every
 // training program shares is in training_program.h.
+#include <optional>
+
+#include "attograd/core/skip_init.h"
 #include "attograd/train/data/bpe.h"
 #include "attograd/train/data/text.h"
+#include "attograd/train/io/gpt_weights.h"
 #include "train_gpt_cli.h"
 
 namespace {
@@ -42,6 +46,11 @@ int run(const TrainGPTArgs& a) {
   }
   const Tokenizer tokenizer = ck ? gpt_tokenizer_from(*ck) : choose_tokenizer(a.tokenizer, text);
   GPTOptions m = ck ? gpt_options_from(*ck) : a.model;
+  if (!ck && !a.preset.empty() && tokenizer.vocab_size() != gpt_preset(a.preset).vocab) {
+    throw UsageError("--preset " + a.preset + ": GPT-2's models read " + std::to_string(gpt_preset(a.preset).vocab) +
+                     " tokens, the " + tokenizer.kind_name() + " tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+                     " (use --tokenizer gpt2, or give the model's size with --layers, --heads, --d-model, --block-size)");
+  }
   m.vocab = tokenizer.vocab_size();
   const GPTJobOptions options = ck ? gpt_job_options_from(*ck, a.job) : a.job;
   run.check_fits(options.batch, estimate_training_memory(m, options.batch, t),
@@ -56,9 +65,19 @@ int run(const TrainGPTArgs& a) {
   std::ostringstream title, about;
   title << "GPT on " << data_stem << ": " << m.n_layers << " layers, d_model " << m.d_model << ", context "
         << m.block_size;
+  // The weights are read before the run's directory exists: a file that does not fit leaves
+  // nothing behind. With --init-from every weight comes from the file: none is drawn first.
+  std::optional<SkipInitGuard> no_init;
+  if (!a.init_from.empty()) no_init.emplace();
+  GPT model(m);
+  no_init.reset();
+  std::string init;
+  if (!a.init_from.empty()) {
+    const GPTWeightsLayout layout = read_gpt_weights(model, a.init_from);
+    init = std::string("init   ") + gpt_weights_layout_name(layout) + " weights from " + a.init_from + "\n";
+  }
   run.prepare(data_stem, title.str());
 
-  GPT model(m);
   // A checkpoint written before the data entry named the sources resumes without them: its
   // entry is the old one, and the token checksum alone still refuses another text.
   const bool record_sources = !ck || gpt_data_names_corpus(*ck);
@@ -69,7 +88,8 @@ int run(const TrainGPTArgs& a) {
         << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n"
         << "model  GPT " << m.n_layers << " layers, " << m.n_head << " heads, d_model " << m.d_model << ", context "
         << m.block_size << ", dropout " << m.dropout << (m.bias ? "" : ", no biases") << ", "
-        << model.num_parameters() << " parameters\n"
+        << model.num_parameters() << " parameters" << (m.activation == Activation::gelu ? "" : ", tanh GELU") << "\n"
+        << init
         << describe_training(t, "batch " + std::to_string(options.batch) + ", " + std::to_string(t.steps) +
                                     " steps, seed " + std::to_string(options.seed));
   const TrainSummary s = run.train(job, about.str());

@@ -30,6 +30,9 @@ struct TrainGPTArgs : TrainingArgs {
   // the tokenizer.
   GPTOptions model{.vocab = 0, .block_size = 64, .d_model = 128, .n_head = 4, .n_layers = 4, .dropout = 0.0,
                    .bias = true};
+  std::string preset;        // gpt_preset's name: the model's size and shape, flags given beside it win
+  std::string activation;    // --activation; empty: the preset's, else the exact GELU
+  std::string init_from;     // weights to start from (train/io/gpt_weights.h: four layouts)
   GPTJobOptions job;  // batch 32; seed = --seed
   bool eval_full = false;  // at the end, the loss over the whole validation split
 
@@ -62,12 +65,23 @@ struct TrainGPTArgs : TrainingArgs {
            "vocabulary file written by train_bpe",
            [](const std::string& v) { return v == "char" || v == "byte" || v == "gpt2"; });
     f.group("model", true);
+    f.choice("--preset", preset,
+             "GPT-2's shape: gpt2 (124M), gpt2-medium (350M) or gpt2-tiny (for tests); with GPT-2's tokenizer unless "
+             "--tokenizer says otherwise, and the flags below, when given, win",
+             gpt_preset_names());
+    f.path("--init-from", init_from,
+           "start from these weights: an attograd checkpoint, a Hugging Face GPT-2 model.safetensors, nanoGPT's "
+           "state_dict as safetensors, or llm.c's .bin (told from the content); the model flags must match the file");
     f.integer("--layers", model.n_layers, 1, GPTLimits::n_layers, "transformer blocks");
     f.integer("--heads", model.n_head, 1, GPTLimits::n_head, "attention heads, must divide --d-model");
     f.integer("--d-model", model.d_model, 1, GPTLimits::d_model, "width");
     f.integer("--block-size", model.block_size, 1, GPTLimits::block_size, "context length in tokens");
     f.real("--dropout", model.dropout, 0.0, 1.0, "dropout probability", true);
     f.flag("--bias,!--no-bias", model.bias, "biases in the attention projections and the MLP (LayerNorms keep theirs)");
+    f.choice("--activation", activation, "the MLP's GELU: gelu (exact, the default) or gelu_tanh (GPT-2's approximation)",
+             {"gelu", "gelu_tanh"});
+    f.integer("--vocab-multiple", model.vocab_multiple, 1, GPTLimits::vocab_multiple,
+              "pad the token table to a multiple of this many rows (llm.c pads GPT-2's to 50304); invisible otherwise");
     f.group("optimisation", true);
     f.integer("--batch", job.batch, 1, int64_t{1} << 20, "windows per step");
     f.group("evaluation and output", false);
@@ -78,6 +92,20 @@ struct TrainGPTArgs : TrainingArgs {
 
   void finish(const CommandLine& line) {
     job.seed = seed;
+    if (!preset.empty()) {
+      // The preset fills what the flags leave unsaid.
+      const GPTOptions p = gpt_preset(preset);
+      if (!line.given("--layers")) model.n_layers = p.n_layers;
+      if (!line.given("--heads")) model.n_head = p.n_head;
+      if (!line.given("--d-model")) model.d_model = p.d_model;
+      if (!line.given("--block-size")) model.block_size = p.block_size;
+      if (!line.given("--dropout")) model.dropout = p.dropout;
+      if (!line.given("--bias")) model.bias = p.bias;  // --no-bias is the same option
+      if (activation.empty()) model.activation = p.activation;
+      if (!line.given("--tokenizer")) tokenizer = "gpt2";
+    }
+    if (!activation.empty()) model.activation = line.choice("--activation", parse_activation, activation);
+    if (!init_from.empty()) inputs.push_back({"--init-from", init_from});
     for (const std::string& source : data) {
       if (!is_corpus_name(source)) inputs.push_back({"--data", source});
     }

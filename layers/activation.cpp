@@ -8,7 +8,8 @@
 
 namespace ag {
 
-constexpr Named<Activation> kActivationNames[] = {{Activation::relu, "relu"}, {Activation::gelu, "gelu"}};
+constexpr Named<Activation> kActivationNames[] = {{Activation::relu, "relu"}, {Activation::gelu, "gelu"},
+                                                    {Activation::gelu_tanh, "gelu_tanh"}};
 
 const char* activation_name(Activation activation) { return name_of(kActivationNames, activation); }
 
@@ -18,6 +19,7 @@ Variable apply_activation(Activation activation, const Variable& x) {
   switch (activation) {
     case Activation::relu: return relu(x);
     case Activation::gelu: return gelu(x);
+    case Activation::gelu_tanh: return gelu_tanh(x);
   }
   throw std::logic_error("apply_activation: unknown activation");
 }

@@ -1,5 +1,6 @@
 // Parameter-free layers: ReLU, GELU (exact erf form, PyTorch's default) and Softmax along a
-// dimension. Each keeps its input's shape: x: (...) -> (...).
+// dimension. Each keeps its input's shape: x: (...) -> (...). Activation names the nonlinearity
+// of a feed-forward block, GPT-2's tanh-approximated GELU among them.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,8 @@
 namespace ag {
 
 // Which nonlinearity a feed-forward block uses.
-enum class Activation { relu, gelu };
+// gelu: the exact erf form; gelu_tanh: GPT-2's tanh approximation (ops.h).
+enum class Activation { relu, gelu, gelu_tanh };
 const char* activation_name(Activation activation);
 // Inverse of activation_name; std::invalid_argument listing the choices otherwise.
 Activation parse_activation(const std::string& name);

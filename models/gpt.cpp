@@ -7,6 +7,8 @@
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops.h"
+#include "attograd/core/parallel.h"
+#include "attograd/core/skip_init.h"
 #include "attograd/layers/attention_mask.h"
 
 namespace ag {
@@ -25,17 +27,28 @@ TransformerBlockOptions block_options(const GPTOptions& o) {
   b.d_ff = 4 * o.d_model;
   b.dropout = o.dropout;
   b.attn_dropout = o.dropout;
-  b.activation = Activation::gelu;
+  b.activation = o.activation;
   b.norm_first = true;
   b.attn_bias = o.bias;
   b.ff_bias = o.bias;
   return b;
 }
 
-// Overwrites a parameter's value in place (the handles stay valid) with N(0, std).
+// Overwrites a parameter's value in place (the handles stay valid) with N(0, std): the values
+// normal(shape, 0, std) would give from the same generator state, written straight into the
+// parameter, so that building GPT-2's 124M parameters needs no second copy of its largest table.
 void init_normal(const Variable& p, double std) {
+  if (init_skipped()) return;  // the layers left zeros; the caller overwrites them
   Variable handle = p;
-  handle.mutable_value().copy_(normal(p.shape(), 0.0, std, default_generator(), p.dtype()));
+  Tensor& value = handle.mutable_value();
+  const uint64_t key = default_generator().next_stream();
+  dispatch(value.dtype(), [&]<typename T>(T) {
+    T* out = value.data<T>();
+    const int64_t n = value.numel();
+    parallel_for(n, parallel_chunks(n, 40.0 * static_cast<double>(n)), [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(0.0 + std * Generator::normal(key, static_cast<uint64_t>(i)));
+    });
+  });
 }
 
 void init_linear(Linear& linear, double std) {
@@ -61,6 +74,7 @@ void validate(const GPTOptions& o) {
   in_range("d_model", o.d_model, 1, L::d_model);
   in_range("n_head", o.n_head, 1, L::n_head);
   in_range("n_layers", o.n_layers, 1, L::n_layers);
+  in_range("vocab_multiple", o.vocab_multiple, 1, L::vocab_multiple);
   if (o.d_model % o.n_head != 0) {
     throw std::invalid_argument("GPT: n_head " + std::to_string(o.n_head) + " does not divide d_model " +
                                 std::to_string(o.d_model));
@@ -72,9 +86,35 @@ void validate(const GPTOptions& o) {
   }
 }
 
+GPTOptions gpt_preset(const std::string& name) {
+  // GPT-2's tokenizer has 50257 tokens; its models all use a context of 1024, dropout 0.1 after
+  // the embeddings, on the attention weights and on the residual branches.
+  GPTOptions o{.vocab = 50257, .block_size = 1024, .d_model = 768, .n_head = 12, .n_layers = 12, .dropout = 0.1,
+               .bias = true, .activation = Activation::gelu_tanh};
+  if (name == "gpt2") return o;
+  if (name == "gpt2-medium") {
+    o.d_model = 1024, o.n_head = 16, o.n_layers = 24;
+    return o;
+  }
+  if (name == "gpt2-tiny") {
+    o.d_model = 64, o.n_head = 4, o.n_layers = 2, o.block_size = 128;
+    return o;
+  }
+  std::string names;
+  for (const std::string& n : gpt_preset_names()) names += (names.empty() ? "" : ", ") + n;
+  throw std::invalid_argument("GPT: no preset named '" + name + "' (the presets are " + names + ")");
+}
+
+const std::vector<std::string>& gpt_preset_names() {
+  static const std::vector<std::string> names{"gpt2", "gpt2-medium", "gpt2-tiny"};
+  return names;
+}
+
+int64_t padded_vocab(const GPTOptions& o) { return (o.vocab + o.vocab_multiple - 1) / o.vocab_multiple * o.vocab_multiple; }
+
 GPT::GPT(const GPTOptions& options)
     : options_(checked(options)),
-      embed_(register_module("embed", std::make_unique<Embedding>(options.vocab, options.d_model))),
+      embed_(register_module("embed", std::make_unique<Embedding>(padded_vocab(options), options.d_model))),
       pos_(register_module("pos", std::make_unique<LearnedPositionalEmbedding>(options.block_size, options.d_model))),
       dropout_(register_module("dropout", std::make_unique<Dropout>(options.dropout))),
       blocks_(register_module("blocks", std::make_unique<ModuleList<TransformerBlock>>())),
@@ -145,7 +185,9 @@ Variable GPT::head(const Variable& h) {
     throw std::invalid_argument("GPT::head: features of shape " + h.shape().str() + " must be (..., d_model=" +
                                 std::to_string(options_.d_model) + ")");
   }
-  return linear(h, embed_.weight());  // (..., d_model) x (vocab, d_model)^T: the tied head, no bias
+  // (..., d_model) x (vocab, d_model)^T: the tied head, no bias; padding rows are not read.
+  const Variable& table = embed_.weight();
+  return linear(h, table.shape()[0] == options_.vocab ? table : narrow(table, 0, 0, options_.vocab));
 }
 
 Variable GPT::forward(const Indices& ids) {

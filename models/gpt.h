@@ -3,10 +3,11 @@
 //
 //   ids (B, T) --embed--> (B, T, d_model) + pos.weight[:T] --> dropout
 //     --> blocks.0 .. blocks.{n_layers-1}: pre-norm TransformerBlock, causal self-attention and a
-//         GELU (exact erf) MLP of 4 * d_model
-//     --> norm (LayerNorm) --> head: h embed.weight^T --> logits (B, T, vocab)
+//         GELU MLP of 4 * d_model (the exact erf form by default, GPT-2's tanh approximation
+//         with activation = gelu_tanh)
+//     --> norm (LayerNorm, eps 1e-5) --> head: h embed.weight[:vocab]^T --> logits (B, T, vocab)
 //
-//   parameters: embed.weight (vocab, d_model), pos.weight (block_size, d_model),
+//   parameters: embed.weight (padded_vocab, d_model), pos.weight (block_size, d_model),
 //               blocks.<i>.{attn.w_q, w_k, w_v, w_o, ff.linear1, ff.linear2, norm1, norm2}.*,
 //               norm.weight, norm.bias
 //
@@ -22,7 +23,12 @@
 // PositionwiseFeedForward of layers/). With dropout 0 (or in eval mode) the function is
 // nanoGPT's, which the PyTorch parity fixtures check (tests/parity, module "GPT").
 //
-// Initialisation (nanoGPT's, drawn from default_generator(): seed it with ag::manual_seed for a
+// Vocabulary padding: with vocab_multiple > 1 the table has padded_vocab() rows, vocab rounded
+// up to that multiple (llm.c pads GPT-2's 50257 to 50304), and the head reads its first vocab
+// rows only: the logits have vocab columns, an extra row is never looked up, never sampled and
+// never in a loss, and its gradient is zero. Only the table's size shows the padding.
+//
+// Initialisation (nanoGPT's and GPT-2's, drawn from default_generator(): seed it with ag::manual_seed for a
 // reproducible model): every weight N(0, 0.02), the residual output projections (attn.w_o and
 // ff.linear2) N(0, 0.02 / sqrt(2 n_layers)), biases 0, LayerNorms 1 and 0.
 //
@@ -35,6 +41,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "attograd/core/indices.h"
 #include "attograd/layers/attention_mask.h"
@@ -57,7 +64,12 @@ struct GPTOptions {
   int64_t n_layers = 0;
   double dropout = 0.0;    // after the embeddings, on the attention weights and on both residual branches
   bool bias = true;        // in the attention projections and the MLP
+  Activation activation = Activation::gelu;  // of the MLP; GPT-2 uses gelu_tanh
+  int64_t vocab_multiple = 1;  // the table's rows are vocab rounded up to a multiple of this
 };
+
+// vocab rounded up to a multiple of vocab_multiple: the rows of embed.weight.
+int64_t padded_vocab(const GPTOptions& options);
 
 // Upper bounds of the options, for whatever reads them from a command line or a file.
 struct GPTLimits {
@@ -66,10 +78,18 @@ struct GPTLimits {
   static constexpr int64_t d_model = int64_t{1} << 16;
   static constexpr int64_t n_head = int64_t{1} << 16;
   static constexpr int64_t n_layers = 1024;
+  static constexpr int64_t vocab_multiple = 1 << 16;
 };
 
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const GPTOptions& options);
+
+// GPT-2's published sizes, by name: "gpt2" (124M: 12 layers, 12 heads, d_model 768),
+// "gpt2-medium" (350M: 24, 16, 1024), and for tests "gpt2-tiny" (2, 4, 64, context 128): each
+// with GPT-2's context of 1024 (but tiny), its 50257 tokens, biases, the tanh GELU and dropout
+// 0.1. std::invalid_argument listing the names otherwise.
+GPTOptions gpt_preset(const std::string& name);
+const std::vector<std::string>& gpt_preset_names();
 
 class GPT : public Module {
  public:
@@ -114,7 +134,8 @@ class GPT : public Module {
   TransformerBlock& block(size_t i) { return blocks_[i]; }
   size_t num_blocks() const { return blocks_.size(); }
   LayerNorm& norm() { return norm_; }
-  // The vocabulary head's weight (vocab, d_model): the very Variable embed.weight holds.
+  // The vocabulary head's table (padded_vocab, d_model): the very Variable embed.weight holds;
+  // the head reads its first vocab rows.
   const Variable& head_weight() const { return embed_.weight(); }
   std::string name() const override { return "GPT"; }
 

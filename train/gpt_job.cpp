@@ -7,6 +7,7 @@
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/core/format.h"
 #include "attograd/core/rng.h"
+#include "attograd/core/skip_init.h"
 #include "attograd/models/generate.h"
 #include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/io/crc32c.h"
@@ -221,9 +222,10 @@ LoadedGPT load_gpt_checkpoint(const Checkpoint& ck) {
   LoadedGPT out;
   out.step = static_cast<int64_t>(ck.info().data_position);  // the updates the run had made
   {
-    // Building the model draws its (soon overwritten) initial weights from the default
-    // generator; the caller's stream is left where it was.
+    // Every weight is about to be read from the file: none is drawn, and the caller's stream
+    // is left where it was.
     GeneratorStateGuard keep_generator;
+    SkipInitGuard no_init;
     out.model = std::make_unique<GPT>(options);
   }
   // The tied head reads embed.weight, the one tensor the file holds for both uses.

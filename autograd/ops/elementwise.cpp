@@ -58,6 +58,18 @@ Tensor gelu_backward(const Tensor& x, const Tensor& g) {
   });
 }
 
+// gelu_tanh(x) = x s with s = sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3), so
+// gelu_tanh'(x) = s + x s (1 - s) 2 u'(x), u'(x) = sqrt(2/pi) (1 + 3 * 0.044715 x^2). s (1 - s)
+// rather than exp(-2u) / (1 + exp(-2u))^2, which is inf / inf where the exp overflows.
+Tensor gelu_tanh_backward(const Tensor& x, const Tensor& g) {
+  return unary_backward("gelu_tanh_backward", x, g, []<typename T>(T v, T d) {
+    constexpr T scale = static_cast<T>(kernels::kGeluTanhScale), cubic = static_cast<T>(kernels::kGeluTanhCubic);
+    const T s = 1 / (1 + vec_exp(-2 * scale * (v + cubic * v * v * v)));
+    const T du = scale * (1 + 3 * cubic * v * v);
+    return d * (s + v * s * (1 - s) * 2 * du);
+  });
+}
+
 Tensor tanh_backward(const Tensor& y, const Tensor& g) {
   return unary_backward("tanh_backward", y, g, []<typename T>(T v, T d) { return d * (1 - v * v); });
 }
@@ -218,6 +230,12 @@ Variable gelu(const Variable& x) {
   return make_result("gelu", kernels::unary(UnaryOp::gelu, x_val), {x}, [x_val](const Tensor& g, GradSink& grads) {
     grads.add(0, kernels::gelu_backward(x_val, g));
   });
+}
+
+Variable gelu_tanh(const Variable& x) {
+  const Tensor x_val = x.value();
+  return make_result("gelu_tanh", kernels::unary(UnaryOp::gelu_tanh, x_val), {x},
+                     [x_val](const Tensor& g, GradSink& grads) { grads.add(0, kernels::gelu_tanh_backward(x_val, g)); });
 }
 
 }  // namespace ag

@@ -21,6 +21,7 @@ namespace ag::kernels {
 //      saved forward input x or output y ----
 Tensor relu_backward(const Tensor& x, const Tensor& g);     // g * (x > 0)
 Tensor gelu_backward(const Tensor& x, const Tensor& g);     // g * gelu'(x)
+Tensor gelu_tanh_backward(const Tensor& x, const Tensor& g);  // g * gelu_tanh'(x)
 Tensor tanh_backward(const Tensor& y, const Tensor& g);     // g * (1 - y^2)
 Tensor sigmoid_backward(const Tensor& y, const Tensor& g);  // g * y * (1 - y)
 

@@ -32,6 +32,15 @@ T gelu_value(T x) {
   return static_cast<T>(0.5) * x * (1 + vec_erf(x * static_cast<T>(std::numbers::sqrt2 / 2)));
 }
 
+// GPT-2's GELU, 0.5 x (1 + tanh(u)) with u = sqrt(2/pi) (x + 0.044715 x^3), written as
+// x sigmoid(2u) (the same function: 1 + tanh(u) = 2 sigmoid(2u)), so that the float loop is one
+// vec_exp and vectorises. Where exp(-2u) overflows to +inf the result is x / inf = -0 (x < 0).
+template <typename T>
+T gelu_tanh_value(T x) {
+  const T u2 = static_cast<T>(2 * kGeluTanhScale) * (x + static_cast<T>(kGeluTanhCubic) * x * x * x);
+  return x / (1 + vec_exp(-u2));
+}
+
 template <typename T>
 T apply_unary(UnaryOp op, T x) {
   switch (op) {
@@ -43,6 +52,7 @@ T apply_unary(UnaryOp op, T x) {
     case UnaryOp::sigmoid: return x >= 0 ? 1 / (1 + std::exp(-x)) : std::exp(x) / (1 + std::exp(x));
     case UnaryOp::relu: return x > 0 ? x : T(0);
     case UnaryOp::gelu: return gelu_value(x);
+    case UnaryOp::gelu_tanh: return gelu_tanh_value(x);
     case UnaryOp::abs: return std::abs(x);
     case UnaryOp::square: return x * x;
     case UnaryOp::reciprocal: return 1 / x;
@@ -107,6 +117,7 @@ const char* unary_name(UnaryOp op) {
     case UnaryOp::sigmoid: return "sigmoid";
     case UnaryOp::relu: return "relu";
     case UnaryOp::gelu: return "gelu";
+    case UnaryOp::gelu_tanh: return "gelu_tanh";
     case UnaryOp::abs: return "abs";
     case UnaryOp::square: return "square";
     case UnaryOp::reciprocal: return "reciprocal";

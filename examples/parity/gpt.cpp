@@ -22,6 +22,9 @@ GPTOptions read_gpt_options(const Fixture& f, const Config& c, const std::string
   o.n_layers = c.integer("n_layers");
   o.dropout = c.number("dropout", o.dropout);
   o.bias = c.boolean("bias", o.bias);
+  const std::string activation = c.string("activation", activation_name(o.activation));
+  if (activation != "gelu" && activation != "gelu_tanh") f.fail(where + "activation '" + activation + "' is neither gelu nor gelu_tanh");
+  o.activation = parse_activation(activation);
   f.require_comparable_dropout(o.dropout, where + "dropout");
   return o;
 }

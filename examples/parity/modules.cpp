@@ -32,10 +32,10 @@ AttentionBias read_bias(const Fixture& f, ModuleRun& run) {
 
 Activation read_activation(const Fixture& f, const Config& c) {
   const std::string name = c.string("activation", "relu");
-  for (Activation a : {Activation::relu, Activation::gelu}) {
+  for (Activation a : {Activation::relu, Activation::gelu, Activation::gelu_tanh}) {
     if (name == activation_name(a)) return a;
   }
-  f.fail("activation '" + name + "' is neither relu nor gelu");
+  f.fail("activation '" + name + "' is none of relu, gelu, gelu_tanh");
 }
 
 // Builds M from options, converts it and loads the parameters.

@@ -107,6 +107,7 @@ const std::vector<Unary> kUnary = {
     {"sigmoid", [](const Variable& x) { return sigmoid(x); }},
     {"relu", [](const Variable& x) { return relu(x); }, Fill::away_from_zero},
     {"gelu", [](const Variable& x) { return gelu(x); }},
+    {"gelu_tanh", [](const Variable& x) { return gelu_tanh(x); }},
     {"add_scalar", [](const Variable& x) { return add(x, 2.5); }},
     {"mul_scalar", [](const Variable& x) { return mul(x, -1.5); }},
     {"x+2", [](const Variable& x) { return x + 2.0; }},

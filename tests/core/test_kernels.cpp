@@ -101,6 +101,9 @@ BOOST_AUTO_TEST_CASE(unary_ops_match_the_standard_library) {
   expect(kernels::UnaryOp::sigmoid, [](double a) { return 1.0 / (1.0 + std::exp(-a)); });
   expect(kernels::UnaryOp::relu, [](double a) { return a > 0 ? a : 0.0; });
   expect(kernels::UnaryOp::gelu, [](double a) { return 0.5 * a * (1.0 + std::erf(a / std::numbers::sqrt2)); });
+  expect(kernels::UnaryOp::gelu_tanh, [](double a) {  // GPT-2's formula as written
+    return 0.5 * a * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (a + 0.044715 * a * a * a)));
+  });
   expect(kernels::UnaryOp::abs, [](double a) { return std::abs(a); });
   expect(kernels::UnaryOp::square, [](double a) { return a * a; });
   expect(kernels::UnaryOp::reciprocal, [](double a) { return 1.0 / a; });
@@ -308,6 +311,7 @@ BOOST_AUTO_TEST_CASE(every_kernel_agrees_across_dtypes) {
       {"tanh", [](auto& x, auto&, auto&) { return kernels::unary(kernels::UnaryOp::tanh, x); }},
       {"sigmoid", [](auto& x, auto&, auto&) { return kernels::unary(kernels::UnaryOp::sigmoid, x); }},
       {"gelu", [](auto& x, auto&, auto&) { return kernels::unary(kernels::UnaryOp::gelu, x); }},
+      {"gelu_tanh", [](auto& x, auto&, auto&) { return kernels::unary(kernels::UnaryOp::gelu_tanh, x); }},
       {"pow", [](auto&, auto&, auto& p) { return kernels::pow_scalar(p, 1.7); }},
       {"sum", [](auto& x, auto&, auto&) { return kernels::sum(x, {0, 2}); }},
       {"mean", [](auto& x, auto&, auto&) { return kernels::mean(x, {1}, true); }},

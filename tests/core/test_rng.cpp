@@ -7,6 +7,7 @@
 #include <set>
 
 #include "attograd/core/parallel.h"
+#include "attograd/core/skip_init.h"
 #include "attograd/core/threads.h"
 #include "support.h"
 
@@ -98,6 +99,28 @@ BOOST_AUTO_TEST_CASE(state_guard_restores_the_default_generator) {
     BOOST_TEST(default_generator().state().seed == 999u);
   }
   BOOST_TEST((default_generator().state() == before));
+}
+
+// Under a SkipInitGuard the factories give zeros of the asked shape and dtype and claim no
+// stream; the guards nest, and after the last one the draws are the ones an unguarded run makes.
+BOOST_AUTO_TEST_CASE(skip_init_draws_nothing_and_gives_zeros) {
+  Generator g(17), plain(17);
+  {
+    SkipInitGuard outer;
+    {
+      SkipInitGuard inner;
+      const Tensor u = uniform({3, 4}, -1.0, 1.0, g, DType::f64);
+      BOOST_TEST(u.shape() == Shape({3, 4}));
+      BOOST_TEST((u.dtype() == DType::f64));
+      BOOST_TEST(values(u) == std::vector<double>(12, 0.0));
+    }
+    BOOST_TEST(init_skipped());
+    BOOST_TEST(values(normal({5}, 1.0, 2.0, g)) == std::vector<double>(5, 0.0));
+    BOOST_TEST((g.state() == plain.state()));
+  }
+  BOOST_TEST(!init_skipped());
+  BOOST_TEST(values(normal({8}, 1.0, 2.0, g, DType::f64)) == values(normal({8}, 1.0, 2.0, plain, DType::f64)));
+  BOOST_TEST(values(normal({8}, 1.0, 2.0, plain, DType::f64)) != std::vector<double>(8, 0.0));
 }
 
 BOOST_AUTO_TEST_CASE(the_value_of_an_element_does_not_depend_on_the_tensor_size) {

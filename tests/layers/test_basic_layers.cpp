@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <numbers>
 #include <numeric>
 
 #include "layer_support.h"
@@ -125,6 +126,27 @@ BOOST_AUTO_TEST_CASE(relu_and_gelu_match_their_formulas) {
   const Variable leaf = randn_leaf({3, 5}, 11);
   check_gradients([&](const std::vector<Variable>& in) { return relu_layer(in[0]); }, {leaf});
   check_gradients([&](const std::vector<Variable>& in) { return gelu_layer(in[0]); }, {leaf});
+}
+
+// GPT-2's GELU against its formula in double, over inputs wide enough that the tails saturate,
+// its distance from the exact form (it is an approximation, not a renaming), and its gradient.
+BOOST_AUTO_TEST_CASE(gelu_tanh_matches_gpt2s_formula) {
+  const Variable x = Variable(randn({4, 9}, 12)) * 4.0;
+  const std::vector<double> xs = x.value().to_vector();
+  const std::vector<double> y = apply_activation(Activation::gelu_tanh, x).value().to_vector();
+  const std::vector<double> exact = apply_activation(Activation::gelu, x).value().to_vector();
+  double apart = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double v = xs[i];
+    const double want = 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+    BOOST_TEST(std::abs(y[i] - want) <= 1e-14 * std::max(1.0, std::abs(want)), "x = " << v);
+    apart = std::max(apart, std::abs(y[i] - exact[i]));
+  }
+  BOOST_TEST(apart > 1e-5);
+  BOOST_TEST(activation_name(Activation::gelu_tanh) == std::string("gelu_tanh"));
+  const Variable leaf = randn_leaf({3, 5}, 13);
+  check_gradients([&](const std::vector<Variable>& in) { return apply_activation(Activation::gelu_tanh, in[0]); },
+                  {leaf});
 }
 
 BOOST_AUTO_TEST_CASE(fused_softmax_equals_its_composition) {

@@ -154,6 +154,52 @@ BOOST_AUTO_TEST_CASE(the_tied_gradient_is_the_sum_of_both_uses) {
   BOOST_TEST(max_abs_diff(tied, head) > 1e-3);
 }
 
+// GPT-2's shape: the tanh GELU and a table padded to a multiple. The padding is invisible: the
+// logits have vocab columns and equal those of an unpadded model holding the same weights, the
+// extra rows get a zero gradient, and the whole model passes check_layer.
+BOOST_AUTO_TEST_CASE(a_padded_table_is_invisible_and_gelu_tanh_is_used) {
+  GPTOptions o = small_gpt();
+  o.activation = Activation::gelu_tanh;
+  o.vocab_multiple = 4;
+  manual_seed(31);
+  GPT padded(o);
+  padded.to(DType::f64);
+  BOOST_TEST(padded_vocab(o) == 8);
+  BOOST_TEST(padded.embed().weight().shape() == Shape({8, 8}));
+  GPTOptions plain_options = o;
+  plain_options.vocab_multiple = 1;
+  GPT plain(plain_options);
+  plain.to(DType::f64);
+  const NamedVariables from = padded.named_parameters(), to = plain.named_parameters();
+  for (size_t i = 0; i < to.size(); ++i) {
+    BOOST_TEST_REQUIRE(from[i].first == to[i].first);
+    Variable p = to[i].second;
+    p.mutable_value().copy_(to[i].first == "embed.weight" ? from[i].second.value().narrow(0, 0, 7) : from[i].second.value());
+  }
+  const Indices ids(Shape{2, 4}, {1, 2, 3, 1, 6, 0, 5, 5});
+  const Variable logits = padded(ids);
+  BOOST_TEST(logits.shape() == Shape({2, 4, 7}));
+  BOOST_TEST(max_abs_diff(logits.value(), plain(ids).value()) < 1e-12);
+  padded.zero_grad();
+  logits.backward(randn({2, 4, 7}, 32));
+  const Tensor grad = padded.embed().weight().grad();
+  BOOST_TEST(kernels::amax(kernels::unary(kernels::UnaryOp::abs, grad.narrow(0, 7, 1)), {}).item() == 0.0);
+  BOOST_TEST(kernels::amax(kernels::unary(kernels::UnaryOp::abs, grad.narrow(0, 0, 7)), {}).item() > 0.0);
+  // The activation is the tanh form: the exact GELU's model gives other logits.
+  GPTOptions exact_options = plain_options;
+  exact_options.activation = Activation::gelu;
+  GPT exact(exact_options);
+  exact.to(DType::f64);
+  exact.load_state_dict(plain.state_dict());
+  BOOST_TEST(max_abs_diff(exact(ids).value(), logits.value()) > 1e-9);
+
+  LayerCheckOptions options;
+  options.zero_ok = {"w_k.bias"};
+  options.make_twin = [o] { return std::make_unique<GPT>(o); };
+  const LayerCheckReport r = check_layer(padded, [ids](GPT& m, const std::vector<Variable>&) { return m(ids); }, {}, options);
+  BOOST_TEST(r.ok, r.table());
+}
+
 BOOST_AUTO_TEST_CASE(a_checkpoint_holds_the_tied_weight_once_and_reloads_tied) {
   const auto path = std::filesystem::temp_directory_path() / ("attograd_gpt_" + std::to_string(::getpid()) + ".safetensors");
   manual_seed(31);

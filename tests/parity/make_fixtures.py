@@ -234,7 +234,9 @@ def feed_forward_cases():
             ("feed_forward_gelu_f32", torch.float32,
              {"d_model": 8, "d_hidden": 12, "activation": "gelu", "dropout": 0.1, "bias": True}, "eval"),
             ("feed_forward_gelu_nobias_f64", torch.float64,
-             {"d_model": 5, "d_hidden": 7, "activation": "gelu", "dropout": 0.1, "bias": False}, "eval")):
+             {"d_model": 5, "d_hidden": 7, "activation": "gelu", "dropout": 0.1, "bias": False}, "eval"),
+            ("feed_forward_gelu_tanh_f64", torch.float64,
+             {"d_model": 6, "d_hidden": 10, "activation": "gelu_tanh", "dropout": 0.0, "bias": True}, "train")):
         case = Case(name, "PositionwiseFeedForward", cfg, dtype, mode)
         m = case.randomize(PositionwiseFeedForward(cfg["d_model"], cfg["d_hidden"], cfg["activation"], cfg["bias"]))
         x = case.leaf(2, 3, cfg["d_model"])
@@ -382,6 +384,11 @@ def block_cases():
     yield block_case("block_pre_norm_dk_dv_f64", torch.float64,
                      {"d_model": 10, "n_head": 2, "d_ff": 14, "norm_first": True, "d_k": 3, "d_v": 4,
                       "ff_bias": False, "layer_norm_eps": 1e-6}, B=2, T=4, causal=True)
+    # GPT-2's block: pre-norm, causal, biases everywhere, LayerNorm eps 1e-5, the tanh GELU, d_ff 4 d_model.
+    for dtype, suffix in ((torch.float64, "f64"), (torch.float32, "f32")):
+        yield block_case(f"block_gpt2_{suffix}", dtype,
+                         {"d_model": 16, "n_head": 4, "d_ff": 64, "norm_first": True, "activation": "gelu_tanh",
+                          "layer_norm_eps": 1e-5, "attn_bias": True, "ff_bias": True}, B=2, T=6, causal=True)
     yield block_case("block_post_norm_all_masked_f64", torch.float64, {"d_model": 8, "n_head": 2, "d_ff": 12}, B=2,
                      T=4, lengths=[0, 3], note=ALL_MASKED_NOTE)
     yield block_case("block_pre_norm_all_masked_f32", torch.float32,
@@ -640,7 +647,10 @@ def gpt_cases():
     for name, dtype, cfg, mode, B, T in (
             ("gpt_f64", torch.float64, gpt_config(dropout=0.1), "eval", 2, 8),  # dropout set, inactive
             ("gpt_f32", torch.float32, gpt_config(), "train", 3, 5),  # T < block_size
-            ("gpt_nobias_f64", torch.float64, gpt_config(bias=False, vocab=9, d_model=8, n_head=2), "train", 2, 6)):
+            ("gpt_nobias_f64", torch.float64, gpt_config(bias=False, vocab=9, d_model=8, n_head=2), "train", 2, 6),
+            # GPT-2's activation (the rest of its shape is the default GPT's)
+            ("gpt2_tanh_gelu_f64", torch.float64, gpt_config(activation="gelu_tanh"), "eval", 2, 8),
+            ("gpt2_tanh_gelu_f32", torch.float32, gpt_config(activation="gelu_tanh"), "eval", 2, 8)):
         case = Case(name, "GPT", cfg, dtype, mode, twin=GPT_TWIN)
         m = case.randomize(TorchGPT(**cfg))
         ids = torch.randint(0, cfg["vocab"], (B, T), generator=case.gen)

@@ -34,10 +34,10 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    def __init__(self, d_model, bias):
+    def __init__(self, d_model, bias, activation="gelu"):
         super().__init__()
         self.c_fc = nn.Linear(d_model, 4 * d_model, bias=bias)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU(approximate="tanh" if activation == "gelu_tanh" else "none")
         self.c_proj = nn.Linear(4 * d_model, d_model, bias=bias)
 
     def forward(self, x):
@@ -45,12 +45,12 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, d_model, n_head, block_size, bias):
+    def __init__(self, d_model, n_head, block_size, bias, activation="gelu"):
         super().__init__()
         self.ln_1 = nn.LayerNorm(d_model)
         self.attn = CausalSelfAttention(d_model, n_head, block_size, bias)
         self.ln_2 = nn.LayerNorm(d_model)
-        self.mlp = MLP(d_model, bias)
+        self.mlp = MLP(d_model, bias, activation)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -58,16 +58,17 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    """config: attograd's GPTOptions keys (vocab, block_size, d_model, n_head, n_layers, dropout, bias)."""
+    """config: attograd's GPTOptions keys (vocab, block_size, d_model, n_head, n_layers, dropout, bias,
+    activation: gelu, nn.GELU's exact form, or gelu_tanh, GPT-2's)."""
 
-    def __init__(self, vocab, block_size, d_model, n_head, n_layers, dropout=0.0, bias=True):
+    def __init__(self, vocab, block_size, d_model, n_head, n_layers, dropout=0.0, bias=True, activation="gelu"):
         super().__init__()
         del dropout  # compared in eval mode or with dropout 0 only
         self.block_size = block_size
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(vocab, d_model),
             wpe=nn.Embedding(block_size, d_model),
-            h=nn.ModuleList([Block(d_model, n_head, block_size, bias) for _ in range(n_layers)]),
+            h=nn.ModuleList([Block(d_model, n_head, block_size, bias, activation) for _ in range(n_layers)]),
             ln_f=nn.LayerNorm(d_model)))
         self.lm_head = nn.Linear(d_model, vocab, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # weight tying, as nanoGPT
@@ -131,7 +132,9 @@ def check_gpt_against_torch(model, idx):
     for block in model.transformer.h:
         if block.attn.c_attn.bias is None:
             return  # PyTorch 1.13's layer always has biases: only a biased twin can be compared
-        layer = nn.TransformerEncoderLayer(C, block.attn.n_head, 4 * C, dropout=0.0, activation="gelu",
+        tanh = block.mlp.gelu.approximate == "tanh"
+        layer = nn.TransformerEncoderLayer(C, block.attn.n_head, 4 * C, dropout=0.0,
+                                           activation=(lambda x: F.gelu(x, approximate="tanh")) if tanh else "gelu",
                                            batch_first=True, norm_first=True)
         layer = layer.to(x.dtype)
         with torch.no_grad():

@@ -41,6 +41,12 @@ def save_safetensors(path, tensors, metadata):
 
 
 # ---------------------------------------------------------------- reference modules
+
+def gelu_tanh(x):
+    """GPT-2's GELU, the tanh approximation (attograd's Activation::gelu_tanh)."""
+    return F.gelu(x, approximate="tanh")
+
+
 # Hand-written where PyTorch has no exact twin; child and parameter names are attograd's.
 
 def documented_softmax(scores, keep):
@@ -110,7 +116,7 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_hidden, bias=bias)
         self.linear2 = nn.Linear(d_hidden, d_model, bias=bias)
-        self.activation = {"relu": F.relu, "gelu": F.gelu}[activation]
+        self.activation = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": gelu_tanh}[activation]
 
     def forward(self, x):
         return self.linear2(self.activation(self.linear1(x)))

@@ -42,7 +42,8 @@ BOOST_AUTO_TEST_CASE(the_stored_text_of_every_options_struct_is_pinned) {
              R"("dropout":0.125,"positional":"sinusoidal"})");
   BOOST_TEST(gpt_options_to_json({.vocab = 65, .block_size = 32, .d_model = 48, .n_head = 4, .n_layers = 2,
                                   .dropout = 0.0, .bias = true}) ==
-             R"({"vocab":65,"block_size":32,"d_model":48,"n_head":4,"n_layers":2,"dropout":0.0,"bias":true})");
+             R"({"vocab":65,"block_size":32,"d_model":48,"n_head":4,"n_layers":2,"dropout":0.0,"bias":true,)"
+             R"("activation":"gelu","vocab_multiple":1})");
   Seq2SeqOptions s2s{.src_vocab = 13, .tgt_vocab = 0, .max_len = 10, .d_model = 32, .n_head = 4, .d_ff = 64,
                      .n_encoder_layers = 2, .n_decoder_layers = 1, .dropout = 0.1};
   BOOST_TEST(seq2seq_options_to_json(s2s) ==
@@ -186,6 +187,30 @@ BOOST_AUTO_TEST_CASE(seq2seq_checkpoints_from_before_the_seed_switches_read_with
   AG_CHECK_THROWS_WITH(seq2seq_options_from_json(text_dk), std::invalid_argument, "\"d_k\" must be an integer");
 }
 
+// GPT checkpoints written before GPT-2's options hold neither: they read as the exact GELU and
+// an unpadded table, the model they were trained with. Set, both survive the round trip, and a
+// bad value is refused by name.
+BOOST_AUTO_TEST_CASE(gpt_checkpoints_from_before_gpt2s_options_read_with_the_defaults) {
+  const std::string before = R"({"vocab":65,"block_size":32,"d_model":48,"n_head":4,"n_layers":2,"dropout":0.0,"bias":true})";
+  const GPTOptions old = gpt_options_from_json(before);
+  BOOST_TEST((old.activation == Activation::gelu));
+  BOOST_TEST(old.vocab_multiple == 1);
+  BOOST_TEST(padded_vocab(old) == 65);
+  GPTOptions gpt2 = old;
+  gpt2.activation = Activation::gelu_tanh;
+  gpt2.vocab_multiple = 64;
+  const GPTOptions back = gpt_options_from_json(gpt_options_to_json(gpt2));
+  BOOST_TEST((back.activation == Activation::gelu_tanh));
+  BOOST_TEST(back.vocab_multiple == 64);
+  BOOST_TEST(padded_vocab(back) == 128);
+  std::string bad = gpt_options_to_json(gpt2);
+  bad.replace(bad.find("\"vocab_multiple\":64"), 19, "\"vocab_multiple\":0");
+  AG_CHECK_THROWS_WITH(gpt_options_from_json(bad), std::invalid_argument, "vocab_multiple must lie in [1, 65536], got 0");
+  std::string bad_act = gpt_options_to_json(gpt2);
+  bad_act.replace(bad_act.find("\"gelu_tanh\""), 11, "\"swish\"");
+  AG_CHECK_THROWS_WITH(gpt_options_from_json(bad_act), std::invalid_argument, "swish");
+}
+
 // Every value of every enum a checkpoint or a flag names reads back from its name; a name that
 // is not one lists the choices.
 BOOST_AUTO_TEST_CASE(every_enum_name_reads_back_as_its_value) {
@@ -207,7 +232,7 @@ BOOST_AUTO_TEST_CASE(every_enum_name_reads_back_as_its_value) {
               parse_seq2seq_task_kind);
   round_trips(std::vector{PositionalKind::learned, PositionalKind::sinusoidal}, positional_kind_name,
               parse_positional_kind);
-  round_trips(std::vector{Activation::relu, Activation::gelu}, activation_name, parse_activation);
+  round_trips(std::vector{Activation::relu, Activation::gelu, Activation::gelu_tanh}, activation_name, parse_activation);
   const std::vector<std::string> dtypes{"F32", "F64", "I64"};
   for (const auto d : {SafetensorsDType::F32, SafetensorsDType::F64, SafetensorsDType::I64}) {
     BOOST_TEST(safetensors_dtype_name(d) == dtypes[static_cast<size_t>(d)]);

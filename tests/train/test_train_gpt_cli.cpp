@@ -129,6 +129,50 @@ BOOST_AUTO_TEST_CASE(the_bias_switch_and_the_evaluation_windows_reach_their_opti
   }
 }
 
+// A preset fills the model's shape and GPT-2's tokenizer; a flag given beside it wins, in
+// either order; --init-from is an input of the run and, like the preset, a setting --resume
+// refuses. Without a preset the exact GELU stays the default.
+BOOST_AUTO_TEST_CASE(a_preset_sets_gpt2s_shape_and_the_flags_beside_it_win) {
+  const TrainGPTArgs a = parse({"--preset", "gpt2"});
+  BOOST_TEST(a.model.n_layers == 12);
+  BOOST_TEST(a.model.n_head == 12);
+  BOOST_TEST(a.model.d_model == 768);
+  BOOST_TEST(a.model.block_size == 1024);
+  BOOST_TEST(a.model.dropout == 0.1);
+  BOOST_TEST(a.model.bias);
+  BOOST_TEST((a.model.activation == Activation::gelu_tanh));
+  BOOST_TEST(a.tokenizer == "gpt2");
+  const TrainGPTArgs medium = parse({"--preset", "gpt2-medium"});
+  BOOST_TEST(medium.model.n_layers == 24);
+  BOOST_TEST(medium.model.n_head == 16);
+  BOOST_TEST(medium.model.d_model == 1024);
+  for (const TrainGPTArgs& b : {parse({"--preset", "gpt2", "--layers", "2", "--block-size", "128", "--dropout", "0",
+                                       "--activation", "gelu", "--tokenizer", "byte", "--no-bias"}),
+                                parse({"--layers", "2", "--block-size", "128", "--dropout", "0", "--activation", "gelu",
+                                       "--tokenizer", "byte", "--no-bias", "--preset", "gpt2"})}) {
+    BOOST_TEST(b.model.n_layers == 2);
+    BOOST_TEST(b.model.block_size == 128);
+    BOOST_TEST(b.model.dropout == 0.0);
+    BOOST_TEST(!b.model.bias);
+    BOOST_TEST((b.model.activation == Activation::gelu));
+    BOOST_TEST(b.tokenizer == "byte");
+    BOOST_TEST(b.model.d_model == 768);  // not given: the preset's
+  }
+  BOOST_TEST((parse({}).model.activation == Activation::gelu));
+  BOOST_TEST(parse({}).model.vocab_multiple == 1);
+  BOOST_TEST(parse({"--vocab-multiple", "64"}).model.vocab_multiple == 64);
+  BOOST_TEST((parse({"--activation", "gelu_tanh"}).model.activation == Activation::gelu_tanh));
+  AG_CHECK_THROWS_WITH(parse({"--preset", "gpt3"}), UsageError, "--preset", "gpt3", "gpt2|gpt2-medium|gpt2-tiny");
+  AG_CHECK_THROWS_WITH(parse({"--activation", "swish"}), UsageError, "--activation", "swish");
+  const TrainGPTArgs init = parse({"--init-from", "gpt2/model.safetensors"});
+  bool listed = false;
+  for (const InputFile& in : init.inputs) listed = listed || (in.role == "--init-from" && in.path == "gpt2/model.safetensors");
+  BOOST_TEST(listed);
+  for (const char* flag : {"--preset", "--init-from"}) {
+    AG_CHECK_THROWS_WITH(parse_training_args<TrainGPTArgs>({"--resume", "c.st", flag, "gpt2"}), UsageError, flag, "--resume");
+  }
+}
+
 BOOST_AUTO_TEST_CASE(the_tokenizer_is_a_name_or_a_vocabulary_file) {
   BOOST_TEST(parse({"--tokenizer", "gpt2"}).tokenizer == "gpt2");
   TempDir dir;

@@ -226,4 +226,46 @@ std::string read_file(const std::string& path) {
   return bytes;
 }
 
+FileReader::FileReader(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // O_NONBLOCK: see read_file
+  if (fd_ < 0) {
+    const int err = errno;
+    throw std::runtime_error("cannot read '" + path_ + "': " + system_reason(err));
+  }
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd_, &st) == 0;
+  const int err = errno;
+  if (!stat_ok || !S_ISREG(st.st_mode)) {
+    const std::string why = stat_ok ? std::string("it is ") + file_kind(st.st_mode) + ", not a regular file" : system_reason(err);
+    ::close(fd_);
+    throw std::runtime_error("cannot read '" + path_ + "': " + why);
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+FileReader::~FileReader() { ::close(fd_); }
+
+void FileReader::read(uint64_t offset, void* data, size_t bytes) const {
+  if (offset > size_ || bytes > size_ - offset) {
+    throw std::runtime_error("'" + path_ + "' is truncated: bytes [" + std::to_string(offset) + ", " +
+                             std::to_string(offset + bytes) + ") were wanted from a file of " + std::to_string(size_) +
+                             " bytes");
+  }
+  char* out = static_cast<char*>(data);
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t n = ::pread(fd_, out + done, bytes - done, static_cast<off_t>(offset + done));
+    if (n == 0) {
+      throw std::runtime_error("cannot read '" + path_ + "': it shrank to " + std::to_string(offset + done) +
+                               " bytes while being read");
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      throw std::runtime_error("cannot read '" + path_ + "': " + system_reason(err));
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+
 }  // namespace ag

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -59,6 +60,27 @@ std::string temporary_path(const std::string& path, long pid, unsigned n);
 // longer exists, and it is a regular file (not a link) owned by this user. Returns how many.
 // AtomicFile calls it before every save.
 int remove_stale_temporaries(const std::string& path);
+
+// A regular file opened for reading at any offset, for readers that copy each part of a large
+// file straight to where it belongs instead of holding the whole file (train/io/gpt_weights.h).
+// Refuses what read_file refuses; every failure is a std::runtime_error naming the path.
+class FileReader {
+ public:
+  explicit FileReader(std::string path);
+  ~FileReader();
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+  // Exactly `bytes` bytes from `offset`; an error names the range when the file ends first.
+  void read(uint64_t offset, void* data, size_t bytes) const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
 
 // Writes all `bytes` to the descriptor, retrying short writes and EINTR: 0, or the errno of the
 // failed write (EPIPE when the reader of a pipe has gone, ENOSPC on a full disk, ...).

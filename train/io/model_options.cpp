@@ -16,6 +16,9 @@ constexpr auto kSequenceModelFields = [](auto& o, auto&& field) {
 constexpr auto kGPTFields = [](auto& o, auto&& field) {
   field("vocab", o.vocab), field("block_size", o.block_size), field("d_model", o.d_model);
   field("n_head", o.n_head), field("n_layers", o.n_layers), field("dropout", o.dropout), field("bias", o.bias);
+  // Added for GPT-2: checkpoints written before read the exact GELU and an unpadded table.
+  field("activation", o.activation, activation_name, parse_activation, kKeepIfAbsent);
+  field("vocab_multiple", o.vocab_multiple, kKeepIfAbsent);
 };
 
 constexpr auto kSeq2SeqFields = [](auto& o, auto&& field) {

@@ -220,8 +220,29 @@ SafetensorsFile load_safetensors(const std::string& path) {
   return parse_safetensors(bytes, path);
 }
 
-SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
-  const uint64_t file_size = bytes.size();
+namespace {
+
+// The header of a safetensors file, checked against itself and against the file's size:
+// `head` holds the file's first bytes, at least 8 + the header length when the file is that
+// long. Nothing is allocated for a tensor until every entry has been found to fit the bytes the
+// file holds.
+struct Header {
+  std::vector<HeaderEntry> entries;  // sorted by data offset
+  std::map<std::string, std::string> metadata;
+  std::string checksum_text;
+  bool has_checksums = false;
+  uint64_t data_start = 0;
+};
+
+// How many bytes of the file read_header needs: 8, then 8 + the header length (at most the file).
+uint64_t header_bytes(std::string_view first8, uint64_t file_size) {
+  if (first8.size() < 8) return 8;
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, first8.data(), 8);
+  return 8 + std::min({header_len, file_size - 8, kMaxHeaderBytes});
+}
+
+Header read_header(std::string_view bytes, uint64_t file_size, const std::string& path) {
   if (file_size == 0) safetensors_corrupt(path, "the file is empty (0 bytes)");
   if (file_size < 8) {
     safetensors_corrupt(path, "truncated header: the file has " + std::to_string(file_size) +
@@ -263,12 +284,9 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   }
   if (!header.is_object()) safetensors_corrupt(path, std::string("the header is ") + json_type_name(header) + ", not an object");
 
-  // 1. The whole header, checked against itself and against the file's size: nothing is
-  //    allocated for a tensor until every entry has been found to fit the bytes the file holds.
-  SafetensorsFile file;
-  std::vector<HeaderEntry> entries;
-  std::string checksum_text;
-  bool has_checksums = false;
+  Header out;
+  out.data_start = 8 + header_len;
+  std::vector<HeaderEntry>& entries = out.entries;
   for (const auto& [name, info] : header.items()) {
     if (name == kMetadataKey) {
       if (!info.is_object()) safetensors_corrupt(path, "__metadata__ is " + std::string(json_type_name(info)) + ", not an object");
@@ -276,10 +294,10 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
       for (auto& [k, v] : header[kMetadataKey].items()) {
         if (!v.is_string()) safetensors_corrupt(path, "__metadata__ value for '" + k + "' is " + json_type_name(v) + ", not a string");
         if (k == kChecksumKey) {
-          checksum_text = v.get<std::string>();
-          has_checksums = true;
+          out.checksum_text = v.get<std::string>();
+          out.has_checksums = true;
         } else {
-          file.metadata.emplace_hint(file.metadata.end(), k, std::move(v.get_ref<std::string&>()));
+          out.metadata.emplace_hint(out.metadata.end(), k, std::move(v.get_ref<std::string&>()));
         }
       }
       continue;
@@ -313,10 +331,52 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
     safetensors_corrupt(path, std::to_string(data_size - covered) + " bytes after the last tensor belong to no tensor (data section of " +
                       std::to_string(data_size) + " bytes, tensors cover " + std::to_string(covered) + ")");
   }
+  return out;
+}
+
+}  // namespace
+
+const SafetensorsTensorInfo* SafetensorsIndex::find(const std::string& name) const {
+  for (const SafetensorsTensorInfo& t : tensors) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+SafetensorsIndex index_safetensors(const FileReader& file) {
+  const uint64_t size = file.size();
+  std::string head(static_cast<size_t>(std::min<uint64_t>(size, 8)), '\0');
+  file.read(0, head.data(), head.size());
+  head.resize(static_cast<size_t>(std::min(size, header_bytes(head, size))));
+  if (head.size() > 8) file.read(8, head.data() + 8, head.size() - 8);
+  Header h = read_header(head, size, file.path());
+  SafetensorsIndex index;
+  index.data_start = h.data_start;
+  index.metadata = std::move(h.metadata);
+  if (h.has_checksums) {
+    Checksums checksums = parse_checksums(file.path(), h.checksum_text);
+    if (checksums.metadata) verify_metadata(file.path(), index.metadata, std::move(*checksums.metadata));
+    index.checksums = std::move(checksums.tensors);
+  }
+  for (HeaderEntry& e : h.entries) {
+    index.tensors.push_back({.name = std::move(e.name), .dtype = e.dtype, .shape = Shape(e.dims), .begin = e.begin,
+                             .end = e.end});
+  }
+  return index;
+}
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
+  // 1. The whole header (read_header).
+  Header h = read_header(bytes, bytes.size(), path);
+  SafetensorsFile file;
+  file.metadata = std::move(h.metadata);
+  const std::vector<HeaderEntry>& entries = h.entries;
+  const std::string& checksum_text = h.checksum_text;
+  const bool has_checksums = h.has_checksums;
 
   // 2. The checksums, when the writer stored them: the metadata's values (when the file is
   //    recent enough to have them), then the tensors' bytes as they are in the file.
-  const char* data = bytes.data() + 8 + header_len;
+  const char* data = bytes.data() + h.data_start;
   if (has_checksums) {
     Checksums checksums = parse_checksums(path, checksum_text);
     if (checksums.metadata) verify_metadata(path, file.metadata, std::move(*checksums.metadata));

@@ -36,6 +36,7 @@
 
 #include "attograd/core/indices.h"
 #include "attograd/core/tensor.h"
+#include "attograd/train/io/atomic_file.h"
 
 namespace ag {
 
@@ -78,5 +79,29 @@ SafetensorsFile load_safetensors(const std::string& path);
 // The same checks on bytes already in memory; `name` stands for the path in messages. The whole
 // header is validated against `bytes.size()` before any tensor is allocated.
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& name);
+
+// The header of a safetensors file without its data, for readers that copy each tensor
+// straight to where it belongs (train/io/gpt_weights.h): every tensor's name, dtype, shape and
+// byte range [begin, end) counted from data_start, checked exactly as load_safetensors checks
+// them (types, shapes against ranges, ranges tiling the data section), and the metadata with
+// its checksums verified. The tensors' checksums are returned for the caller to verify on the
+// bytes it reads. Reads only the header's bytes.
+struct SafetensorsTensorInfo {
+  std::string name;
+  SafetensorsDType dtype = SafetensorsDType::F32;
+  Shape shape;
+  uint64_t begin = 0, end = 0;
+};
+
+struct SafetensorsIndex {
+  std::vector<SafetensorsTensorInfo> tensors;  // in data order
+  std::map<std::string, std::string> metadata;  // without the reserved "crc32c" entry
+  std::map<std::string, uint32_t> checksums;    // tensor name -> CRC-32C; empty when the file has none
+  uint64_t data_start = 0;                      // the data section's offset in the file
+
+  const SafetensorsTensorInfo* find(const std::string& name) const;
+};
+
+SafetensorsIndex index_safetensors(const FileReader& file);
 
 }  // namespace ag

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# GPT-2's weights through the programs, as a user meets them: train_gpt --init-from a Hugging
+# Face file written by PyTorch (tests/parity/fixtures/gpt2/hf_byte_f32.safetensors, 256 tokens
+# for --tokenizer byte) fine-tunes and saves a checkpoint that generate reads and export_gpt
+# writes back in both layouts, the Hugging Face export reading back into train_gpt; a file that
+# does not fit the model is an error naming it, with nothing written (no run directory); a model
+# llm.c cannot express is refused with no file written.
+#   gpt2_weights_in_and_out.sh BUILD_DIR SOURCE_DIR
+source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
+fixtures=$source/tests/parity/fixtures/gpt2
+shape=(--tokenizer byte --layers 2 --heads 4 --block-size 64 --dropout 0)
+model=("${shape[@]}" --d-model 32 --activation gelu_tanh)
+run=(--data "$source/README.md" --steps 2 --eval-every 2 --eval-windows 1 --batch 2 --quiet)
+
+check() {  # check DESCRIPTION COMMAND...: the command succeeds
+  local what=$1
+  shift
+  if "$@" >out.txt 2>err.txt; then echo "ok: $what"; else fail "$what (status $?)"; cat err.txt; fi
+}
+refused() {  # refused DESCRIPTION TEXT COMMAND...: exit $want (1: an error, 2: usage), TEXT in the message, no runs/ left
+  local what=$1 text=$2 status=0
+  shift 2
+  "$@" >out.txt 2>err.txt || status=$?
+  if [ "$status" -ne "${want:-1}" ] || ! grep -qF -- "$text" err.txt || [ -e runs ]; then
+    fail "$what (status $status, expected ${want:-1} naming '$text' and nothing written)"
+    cat err.txt
+  else
+    echo "ok: $what -> $(head -c 200 err.txt)"
+  fi
+  rm -rf runs
+}
+
+check "train_gpt --init-from a Hugging Face file" \
+  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/hf_byte_f32.safetensors" --save ck.safetensors
+ckpt=ck.safetensors
+check "generate reads the fine-tuned checkpoint" "$build/examples/generate" --checkpoint "$ckpt" --prompt "a" --tokens 5
+check "export_gpt --format hf" "$build/examples/export_gpt" --checkpoint "$ckpt" --format hf --out hf
+check "export_gpt --format llmc" "$build/examples/export_gpt" --checkpoint "$ckpt" --format llmc --out model.bin
+[ -f hf/model.safetensors ] && [ -f hf/config.json ] && [ -f model.bin ] || fail "the exports are missing"
+grep -q '"activation_function": "gelu_new"' hf/config.json || fail "config.json does not name gelu_new"
+check "train_gpt --init-from the llm.c export" \
+  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from model.bin --save again.safetensors
+grep -q "llm.c weights from model.bin" out.txt || fail "the llm.c import is not reported"
+rm -rf runs
+
+refused "an llm.c file of another vocabulary" "llmc_f32.bin" \
+  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/llmc_f32.bin"
+refused "a Hugging Face file of other layers" "h.0.attn.c_attn.weight" \
+  "$build/examples/train_gpt" "${shape[@]}" --d-model 64 --activation gelu_tanh "${run[@]}" --init-from "$fixtures/hf_byte_f32.safetensors"
+refused "a missing file" "missing.bin" \
+  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from missing.bin
+want=2 refused "--preset gpt2 with the byte tokenizer" "50257" \
+  "$build/examples/train_gpt" --preset gpt2 --tokenizer byte "${run[@]}"
+
+check "train_gpt with the exact GELU" "$build/examples/train_gpt" "${shape[@]}" --d-model 32 --activation gelu "${run[@]}" --save exact.safetensors
+rm -rf runs
+refused "llm.c cannot express the exact GELU" "gelu_tanh" \
+  "$build/examples/export_gpt" --checkpoint exact.safetensors --format llmc --out exact.bin
+[ -e exact.bin ] && fail "a refused export left exact.bin"
+finish

@@ -1,0 +1,82 @@
+// GPT weights in the layouts other tools write and read: import into a GPT (models/gpt.h) from
+// four layouts, export to two.
+//
+//   GPT model(options);                                   // options describe the file's model
+//   const GPTWeightsLayout layout = read_gpt_weights(model, "gpt2/model.safetensors");
+//   write_gpt_weights(model, GPTExportFormat::hugging_face, "out/gpt2");  // model.safetensors + config.json
+//
+// Import: the layout is told by the file's content, never by its name.
+//   llm.c        a file whose first int32 is llm.c's magic 20240326: 256 int32 of header (version,
+//                max_seq_len, vocab_size, num_layers, num_heads, channels, padded_vocab_size), then
+//                every parameter in llm.c's order as float32 (version 3): wte (Vp, C), wpe (T, C),
+//                then per kind for all L layers at once: ln1w, ln1b (L, C), qkvw (L, 3C, C),
+//                qkvb (L, 3C), attprojw (L, C, C), attprojb, ln2w, ln2b, fcw (L, 4C, C), fcb (L, 4C),
+//                fcprojw (L, C, 4C), fcprojb (L, C), then lnfw, lnfb (C). Version 5 (bfloat16) is
+//                refused with a message.
+//   safetensors  by the names and shapes of its tensors:
+//     attograd      a checkpoint of ours (embed.weight, blocks.N.attn.w_q.weight, ...)
+//     Hugging Face  GPT-2's names (wte.weight, h.N.attn.c_attn.weight, h.N.mlp.c_fc.weight, ln_f.*), with
+//                   or without the "transformer." prefix, weights stored (in, out) as its Conv1D
+//                   stores them: h.N.attn.c_attn.weight is (C, 3C), q, k, v side by side along out
+//     nanoGPT       the same names stored (out, in) as nn.Linear stores them: c_attn.weight is (3C, C).
+//                   nanoGPT saves torch pickles, which are not read here: what is read is its
+//                   model's state_dict saved as safetensors (safetensors.torch.save_file).
+//   The causal-mask buffers (h.N.attn.bias, h.N.attn.masked_bias) are skipped; lm_head.weight,
+//   when present, must equal wte.weight (the head is tied to the embedding here).
+//
+// The model's options must describe the file's network; the file is checked against them, not
+// the other way round: layers, width, vocabulary (a padded llm.c table gives its first vocab
+// rows; extra rows of ours are zeroed), context (a shorter one takes the first rows of the
+// positions' table, as nanoGPT's crop_block_size does; an attograd checkpoint must match),
+// biases or not, and n_head where the file says it (llm.c's header, an attograd checkpoint's
+// options). Hugging Face and nanoGPT files do not store n_head (it lives in a config beside
+// them): the model's is used.
+//
+// Everything is checked before any parameter changes: the layout, every tensor present with the
+// shape the model needs and a dtype of F32 or F64, no tensor left unknown, the file long enough
+// for every byte it should hold, and an attograd checkpoint's checksums as each tensor is read.
+// Each problem is a std::runtime_error naming the file and the tensor, with both shapes when
+// they differ. Each parameter is read straight into its storage; only a tensor stored
+// transposed (Hugging Face) or in another dtype passes through a scratch buffer of its size, so
+// the peak memory is the model plus its largest matrix, not plus the file.
+//
+// Export: Hugging Face (a directory with model.safetensors under GPT-2's names in Conv1D
+// orientation, unprefixed and unpadded, and config.json with GPT2LMHeadModel's keys) or llm.c
+// (a version 3 .bin, table padded with zero rows to padded_vocab). A model without biases is
+// written with zero biases, which computes the same function. llm.c's model always uses the tanh
+// GELU: a model with another activation is refused for llm.c (Hugging Face names it in
+// activation_function: "gelu_new" for gelu_tanh, "gelu" for the exact form, "relu"). Files are
+// written atomically (train/io/atomic_file.h); on an error nothing is written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "attograd/models/gpt.h"
+
+namespace ag {
+
+enum class GPTWeightsLayout { attograd, hugging_face, nanogpt, llmc };
+const char* gpt_weights_layout_name(GPTWeightsLayout layout);  // "attograd", "Hugging Face", "nanoGPT", "llm.c"
+
+// llm.c's header constants.
+inline constexpr int32_t kLlmcMagic = 20240326;
+inline constexpr int32_t kLlmcVersionF32 = 3;
+inline constexpr int32_t kLlmcVersionBF16 = 5;
+inline constexpr int kLlmcHeaderInts = 256;
+
+// Reads the weights of the file at `path` into `model` (its dtype kept), as described above, and
+// says which layout it found.
+GPTWeightsLayout read_gpt_weights(GPT& model, const std::string& path);
+
+enum class GPTExportFormat { hugging_face, llmc };
+// "hf" or "llmc"; std::invalid_argument listing the choices otherwise.
+GPTExportFormat parse_gpt_export_format(const std::string& name);
+const char* gpt_export_format_name(GPTExportFormat format);
+
+// Writes `model` to `out`: a directory for Hugging Face (created when missing; model.safetensors
+// and config.json inside), a file for llm.c. std::invalid_argument when the format cannot express
+// the model, std::runtime_error for I/O, both before anything is written.
+void write_gpt_weights(GPT& model, GPTExportFormat format, const std::string& out);
+
+}  // namespace ag
