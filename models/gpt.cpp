@@ -185,9 +185,13 @@ Variable GPT::head(const Variable& h) {
     throw std::invalid_argument("GPT::head: features of shape " + h.shape().str() + " must be (..., d_model=" +
                                 std::to_string(options_.d_model) + ")");
   }
-  // (..., d_model) x (vocab, d_model)^T: the tied head, no bias; padding rows are not read.
+  return linear(h, head_table());  // (..., d_model) x (vocab, d_model)^T: the tied head, no bias
+}
+
+Variable GPT::head_table() const {
+  // The token table's first vocab rows: padding rows are never read.
   const Variable& table = embed_.weight();
-  return linear(h, table.shape()[0] == options_.vocab ? table : narrow(table, 0, 0, options_.vocab));
+  return table.shape()[0] == options_.vocab ? table : narrow(table, 0, 0, options_.vocab);
 }
 
 Variable GPT::forward(const Indices& ids) {
@@ -199,7 +203,7 @@ Variable GPT::forward_embedded(const Variable& x) { return head(hidden(x)); }
 
 Variable GPT::loss(const Indices& ids, const Indices& targets) {
   check_ids(ids, "GPT::loss");
-  return linear_cross_entropy(hidden(embed_(ids)), embed_.weight(), targets,
+  return linear_cross_entropy(hidden(embed_(ids)), head_table(), targets,
                               {.chunk_rows = linear_cross_entropy_chunk(options_.vocab)});
 }
 

@@ -142,6 +142,8 @@ class GPT : public Module {
  private:
   // x: (B, T, d_model) embeddings of positions start .. start+T-1, before the positions are added.
   Variable positioned(const Variable& x, int64_t start);
+  // The head's weight: embed.weight without the padding rows (vocab_multiple), (vocab, d_model).
+  Variable head_table() const;
   // The body of every forward: positions, the blocks under `causal` (each with its layer of
   // the cache when there is one), the final norm -> (B, T, d_model).
   Variable through_blocks(const Variable& x, int64_t start, const AttentionMask& causal, KvCache* cache);
