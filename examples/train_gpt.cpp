@@ -26,6 +26,29 @@ Tokenizer choose_tokenizer(const std::string& choice, const std::string& text) {
   return Tokenizer::bpe(choice == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(choice));
 }
 
+// One line on what a fine-tuning run starts from and trains; nothing for a run from scratch.
+std::string describe_finetune(const FineTuneOptions& f, const GPT& model) {
+  if (!f.active()) return {};
+  std::ostringstream os;
+  os << "tune   ";
+  if (!f.init_from.empty()) os << "from " << f.init_from << ", ";
+  if (f.lora_rank > 0) {
+    os << "LoRA rank " << f.lora_rank << " alpha " << f.lora().alpha << " on";
+    for (const std::string& t : f.lora_targets) os << " " << t;
+    os << ", ";
+  }
+  if (!f.freeze.empty()) {
+    os << "frozen:";
+    for (const std::string& p : f.freeze) os << " " << p;
+    os << ", ";
+  }
+  int64_t trainable = 0;
+  for (const auto& [name, p] : trainable_parameters(model)) trainable += p.numel();
+  os << trainable << " of " << model.num_parameters() << " parameters train"
+     << (f.adapter_only ? ", checkpoints hold only those" : "") << "\n";
+  return os.str();
+}
+
 int run(const TrainGPTArgs& a) {
   TrainingRun run(a, "gpt");
   const Checkpoint* ck = run.checkpoint();
@@ -40,10 +63,16 @@ int run(const TrainGPTArgs& a) {
     data_stem += (i > 0 ? "+" : "") + (is_corpus_name(sources[i]) ? sources[i]
                                                                   : std::filesystem::path(sources[i]).stem().string());
   }
-  const Tokenizer tokenizer = ck ? gpt_tokenizer_from(*ck) : choose_tokenizer(a.tokenizer, text);
-  GPTOptions m = ck ? gpt_options_from(*ck) : a.model;
+  // A fine-tuning run takes its model and tokenizer from its base (--init-from), a resumed one
+  // from its checkpoint.
+  const FineTuneOptions finetune = ck ? finetune_options_from(*ck) : a.finetune;
+  const bool from_base = !ck && !finetune.init_from.empty();
+  const Tokenizer tokenizer = ck          ? gpt_tokenizer_from(*ck)
+                              : from_base ? initial_weights_tokenizer(finetune.init_from)
+                                          : choose_tokenizer(a.tokenizer, text);
+  GPTOptions m = ck ? gpt_options_from(*ck) : from_base ? initial_weights_options(finetune.init_from) : a.model;
   m.vocab = tokenizer.vocab_size();
-  const GPTJobOptions options = ck ? gpt_job_options_from(*ck, a.job) : a.job;
+  GPTJobOptions options = ck ? gpt_job_options_from(*ck, a.job) : a.job;
   run.check_memory(estimate_training_memory(m, options.batch, t),
                    "the size is driven by --d-model, --layers and the vocabulary (parameters and optimizer state) "
                    "and by --batch, --block-size and --heads (activations)");
@@ -53,12 +82,25 @@ int run(const TrainGPTArgs& a) {
                      " tokens long, shorter than --block-size " + std::to_string(m.block_size) + " + 1 = " +
                      std::to_string(m.block_size + 1) + " (give more text or lower --block-size)");
   }
+  if (options.eval_stride > m.block_size) {
+    throw UsageError("--eval-stride " + std::to_string(options.eval_stride) + " is longer than the window, the context of " +
+                     std::to_string(m.block_size) + " tokens: the tokens between two windows would not be scored");
+  }
+  // Fine-tuning options that cannot be are refused before anything is written.
+  if (!ck && finetune.active()) validate_finetune(m, finetune);
   std::ostringstream title, about;
   title << "GPT on " << data_stem << ": " << m.n_layers << " layers, d_model " << m.d_model << ", context "
         << m.block_size;
   run.prepare(data_stem, title.str());
 
   GPT model(m);
+  if (ck) {
+    restore_finetune(*ck, model);
+    if (ck->has_entry("finetune")) options.finetune = ck->entry("finetune");
+  } else if (finetune.active()) {
+    options.finetune = prepare_finetune(model, finetune);
+  }
+  run.save_trainable_only(finetune.adapter_only);
   // A checkpoint written before the data entry named the sources resumes without them: its
   // entry is the old one, and the token checksum alone still refuses another text.
   const bool record_sources = !ck || gpt_data_names_corpus(*ck);
@@ -70,6 +112,7 @@ int run(const TrainGPTArgs& a) {
         << "model  GPT " << m.n_layers << " layers, " << m.n_head << " heads, d_model " << m.d_model << ", context "
         << m.block_size << ", dropout " << m.dropout << (m.bias ? "" : ", no biases") << ", "
         << model.num_parameters() << " parameters\n"
+        << describe_finetune(finetune, model)
         << describe_training(t, "batch " + std::to_string(options.batch) + ", " + std::to_string(t.steps) +
                                     " steps, seed " + std::to_string(options.seed));
   const TrainSummary s = run.train(job, about.str());
