@@ -175,8 +175,13 @@ Evaluation GPTJob::evaluate(const Ranks& ranks) {
         model_, data_.val, token_bytes_, {.window = 0, .stride = options_.eval_stride, .batch = options_.batch}, ranks);
     e.sliding_loss = s.nats_per_token();
     e.sliding_bits_per_byte = s.bits_per_byte();
-    line << ", sliding-window perplexity " << s.perplexity() << " (" << e.sliding_loss << " nats per token, stride "
-         << options_.eval_stride << ")";
+    // A line of its own, shown on and off a terminal (the progress line has room for one loss).
+    std::ostringstream sliding;
+    sliding.setf(std::ios::fixed);
+    sliding.precision(4);
+    sliding << "    sliding windows, stride " << options_.eval_stride << ": " << e.sliding_loss << " nats per token = "
+            << e.sliding_bits_per_byte << " bpb, perplexity " << s.perplexity();
+    e.details.push_back(sliding.str());
   }
   e.summary = line.str();
   // Over several processes only rank 0 shows a sample.
