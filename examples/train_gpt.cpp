@@ -73,7 +73,7 @@ int run(const TrainGPTArgs& a) {
   GPTOptions m = ck ? gpt_options_from(*ck) : from_base ? initial_weights_options(finetune.init_from) : a.model;
   m.vocab = tokenizer.vocab_size();
   GPTJobOptions options = ck ? gpt_job_options_from(*ck, a.job) : a.job;
-  run.check_memory(estimate_training_memory(m, options.batch, t),
+  run.check_fits(options.batch, estimate_training_memory(m, options.batch, t),
                    "the size is driven by --d-model, --layers and the vocabulary (parameters and optimizer state) "
                    "and by --batch, --block-size and --heads (activations)");
   const std::vector<int64_t> tokens = tokenizer.encode(text);

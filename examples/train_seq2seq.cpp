@@ -49,9 +49,9 @@ int run(const TrainSeq2SeqArgs& a) {
   const Seq2SeqTaskOptions task = run.options("task", seq2seq_task_options_from_json, a.task);
   const std::string layers = std::to_string(m.n_encoder_layers) + "+" + std::to_string(m.n_decoder_layers);
   const TrainerOptions& t = run.trainer;
-  run.check_memory(estimate_training_memory(m, task, t, a.eval_sequences),
-                   "the size is driven by --d-model, --d-ff, --encoder-layers, --decoder-layers and --symbols "
-                   "(parameters and optimizer state) and by --batch, --max-len and --heads (activations)");
+  run.check_fits(task.batch_size, estimate_training_memory(m, task, t, a.eval_sequences),
+                   "the size is driven by --d-model, --d-ff, --d-k, --d-v, --encoder-layers, --decoder-layers and "
+                   "--symbols (parameters and optimizer state) and by --batch, --max-len and --heads (activations)");
   std::ostringstream title, about;
   title << seq2seq_task_name(task.kind) << ": lengths " << task.min_len << "-" << task.max_len << ", d_model "
         << m.d_model << ", " << layers << " layers";

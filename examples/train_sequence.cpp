@@ -34,7 +34,7 @@ int run(const TrainSequenceArgs& a) {
   const SequenceModelOptions m = run.options("model", sequence_model_options_from_json, a.model);
   const SequenceTaskOptions task = run.options("task", sequence_task_options_from_json, a.task);
   const TrainerOptions& t = run.trainer;
-  run.check_memory(estimate_training_memory(m, task, t, a.eval_sequences),
+  run.check_fits(task.batch_size, estimate_training_memory(m, task, t, a.eval_sequences),
                    "the size is driven by --d-model, --d-ff, --layers and --vocab (parameters and optimizer state) "
                    "and by --batch, --length and --heads (activations)");
   std::ostringstream title, about;

@@ -437,6 +437,9 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
   f.integer("--warmup", t.warmup_steps, 0, kBig, "linear warm-up steps (unless given: at most a tenth of --steps)");
   f.choice("--schedule", a.schedule, "decay after warm-up", {"constant", "cosine", "linear"});
   f.real("--clip", t.clip_norm, 0.0, RL::clip_norm, "max gradient norm, 0 = off");
+  f.integer("--grad-accum", t.grad_accum, 1, RL::grad_accum,
+            "micro-batches per update: each process's rows of --batch in K parts, one forward and backward "
+            "each (the update stays the whole batch's; activations are one part's)");
   f.integer("--steps", t.steps, 1, kBig, "step budget and end of the decay");
   f.seed(a.seed, "initialisation, dropout and training data");
 
@@ -547,7 +550,9 @@ inline std::string describe_training(const TrainerOptions& t, const std::string&
   std::ostringstream os;
   os << "train  " << optimizer_kind_name(t.optimizer) << " lr " << t.lr << " (warm-up " << t.warmup_steps << ", "
      << lr_decay_name(t.schedule) << " to " << t.min_lr << "), weight decay " << t.weight_decay << ", clip "
-     << t.clip_norm << ", " << rest << ", " << t.threads << (t.threads == 1 ? " thread" : " threads") << "\n";
+     << t.clip_norm << ", " << rest;
+  if (t.grad_accum > 1) os << ", " << t.grad_accum << " micro-batches per update";
+  os << ", " << t.threads << (t.threads == 1 ? " thread" : " threads") << "\n";
   return os.str();
 }
 
@@ -585,9 +590,13 @@ class TrainingRun {
   // Checkpoints leave out the frozen parameters (a fine-tuning run's --save-adapter-only).
   void save_trainable_only(bool on) { out_.save_trainable_only = on; }
 
-  // The model, its optimizer state and a step's activations must fit in memory before anything
-  // is built (train/memory.h); `flags` names the flags that drive the size.
-  void check_memory(const MemoryEstimate& need, const std::string& flags) const {
+  // Before anything is built or written: a batch of `batch_rows` splits evenly over the
+  // processes and into the --grad-accum micro-batches, and the model, its optimizer state and a
+  // step's activations fit in memory (train/memory.h); `flags` names the flags that drive the size.
+  void check_fits(int64_t batch_rows, const MemoryEstimate& need, const std::string& flags) const {
+    shard_of(batch_rows, comm_.rank(), comm_.size(), ck_ ? "the checkpoint's batch (a resumed run keeps it)" : "--batch",
+             !ck_);
+    check_micro_batches(batch_rows, comm_.size(), trainer.grad_accum);
     check_memory_fits(need, available_memory_bytes(),
                       ck_ ? "the checkpoint's model and task settings are too large for this machine" : flags);
   }

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "attograd/core/storage.h"
 
@@ -26,17 +27,25 @@ double optimizer_bytes(const TrainerOptions& trainer, double params) {
   return 2 * params;
 }
 
-// Parameters of one pre- or post-norm block of width d: attention's four projections, the
-// feed-forward, two LayerNorms; `bias` for the projections' and feed-forward's biases.
-double block_parameters(double d, double ff, bool bias) {
+// Parameters of one attention of width d whose heads give qk query (and key) features and v
+// value features in all (n_head * d_k and n_head * d_v): the four projections, with their
+// biases when `bias`.
+double attention_parameters(double d, double qk, double v, bool bias) {
   const double b = bias ? 1 : 0;
-  return 4 * (d * d + b * d) + 2 * d * ff + b * (ff + d) + 4 * d;
+  return 2 * (d * qk + b * qk) + (d * v + b * v) + (v * d + b * d);
+}
+
+// Parameters of one pre- or post-norm block of width d: the attention, the feed-forward (with
+// its biases when `ff_bias`), two LayerNorms.
+double block_parameters(double d, double ff, double qk, double v, bool attn_bias, bool ff_bias) {
+  const double b = ff_bias ? 1 : 0;
+  return attention_parameters(d, qk, v, attn_bias) + 2 * d * ff + b * (ff + d) + 4 * d;
 }
 
 // Activations a training step keeps per token of one block (generously; see memory.h), with
-// `keys` keys per query.
-double block_activation_values(double d, double ff, double heads, double keys) {
-  return 10 * d + 2 * ff + 2 * heads * keys;
+// `keys` keys per query and qk / v features of queries (and keys) / values over all heads.
+double block_activation_values(double d, double ff, double heads, double keys, double qk, double v) {
+  return 6 * d + 2 * qk + 2 * v + 2 * ff + 2 * heads * keys;
 }
 
 MemoryEstimate estimate(double parameters, double activations, double evaluation, int64_t eval_rows,
@@ -45,10 +54,18 @@ MemoryEstimate estimate(double parameters, double activations, double evaluation
   e.parameters = parameters * kFloat;
   e.gradients = e.parameters;
   e.optimizer_state = optimizer_bytes(trainer, e.parameters);
-  e.activations = activations;
+  e.activations = activations / static_cast<double>(trainer.grad_accum);  // one micro-batch's
   e.evaluation = evaluation;
   e.eval_rows = eval_rows;
   return e;
+}
+
+// The head sizes of a seq2seq model's attentions, over all heads: d_k and d_v, d_model / n_head
+// where unset.
+std::pair<double, double> head_features(const Seq2SeqOptions& m) {
+  const int64_t d_head = m.d_model / m.n_head;
+  return {static_cast<double>(m.n_head * (m.d_k > 0 ? m.d_k : d_head)),
+          static_cast<double>(m.n_head * (m.d_v > 0 ? m.d_v : d_head))};
 }
 
 }  // namespace
@@ -58,7 +75,7 @@ double parameter_count(const SequenceModelOptions& m) {
   const double positions = m.positional == PositionalKind::learned ? static_cast<double>(m.max_len) * d : 0;
   const double vocab = static_cast<double>(m.vocab);
   const double final_norm = m.norm_first ? 2 * d : 0;
-  return vocab * d + positions + static_cast<double>(m.n_layers) * block_parameters(d, ff, true) + final_norm +
+  return vocab * d + positions + static_cast<double>(m.n_layers) * block_parameters(d, ff, d, d, true, true) + final_norm +
          vocab * d + vocab;
 }
 
@@ -67,19 +84,23 @@ double parameter_count(const GPTOptions& m) {
   // Token and position tables, the blocks (feed-forward 4 d wide), the final LayerNorm; the head
   // is the token table itself.
   return static_cast<double>(m.vocab + m.block_size) * d +
-         static_cast<double>(m.n_layers) * block_parameters(d, 4 * d, m.bias) + 2 * d;
+         static_cast<double>(m.n_layers) * block_parameters(d, 4 * d, d, d, m.bias, m.bias) + 2 * d;
 }
 
 double parameter_count(const Seq2SeqOptions& m) {
   const double d = static_cast<double>(m.d_model), ff = static_cast<double>(m.d_ff);
+  const auto [qk, v] = head_features(m);
   const double src = static_cast<double>(m.src_vocab);
   const double tgt = static_cast<double>(m.tgt_vocab == 0 ? m.src_vocab : m.tgt_vocab);
   const double tables = src * d + (m.share_embeddings ? 0 : tgt * d);
   const double positions = m.positional == PositionalKind::learned ? static_cast<double>(m.max_len) * d : 0;
-  const double encoder = static_cast<double>(m.n_encoder_layers) * block_parameters(d, ff, true) + 2 * d;
-  // A decoder layer is a block plus cross-attention's four projections and a third LayerNorm.
-  const double decoder_layer = block_parameters(d, ff, true) + 4 * (d * d + d) + 2 * d;
-  const double decoder = static_cast<double>(m.n_decoder_layers) * decoder_layer + 2 * d;
+  // Each stack: its layers, a LayerNorm on its input and one after it when asked.
+  const double stack_norms = (m.input_norm ? 2 * d : 0) + (m.final_norm ? 2 * d : 0);
+  const double block = block_parameters(d, ff, qk, v, m.attn_bias, true);
+  const double encoder = static_cast<double>(m.n_encoder_layers) * block + stack_norms;
+  // A decoder layer is a block plus cross-attention and a third LayerNorm.
+  const double decoder_layer = block + attention_parameters(d, qk, v, m.attn_bias) + 2 * d;
+  const double decoder = static_cast<double>(m.n_decoder_layers) * decoder_layer + stack_norms;
   const double head = m.tie_head ? 0 : tgt * d + tgt;
   return tables + positions + encoder + decoder + head;
 }
@@ -128,12 +149,12 @@ MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const
 MemoryEstimate estimate_training_memory(const GPTOptions& model, int64_t batch, const TrainerOptions& trainer) {
   const double d = static_cast<double>(model.d_model), t = static_cast<double>(model.block_size);
   const double heads = static_cast<double>(model.n_head), vocab = static_cast<double>(model.vocab);
-  const double per_token = static_cast<double>(model.n_layers) * block_activation_values(d, 4 * d, heads, t) + 2 * d +
+  const double per_token = static_cast<double>(model.n_layers) * block_activation_values(d, 4 * d, heads, t, d, d) + 2 * d +
                            3 * vocab;
   const double activations = 1.5 * static_cast<double>(batch) * t * per_token * kFloat;
   // Evaluation: the batch's rows, one block's temporaries at a time, then the logits.
   const double evaluation =
-      static_cast<double>(batch) * t * (block_activation_values(d, 4 * d, heads, t) + 2 * vocab) * kFloat;
+      static_cast<double>(batch) * t * (block_activation_values(d, 4 * d, heads, t, d, d) + 2 * vocab) * kFloat;
   return estimate(parameter_count(model), activations, evaluation, batch, trainer);
 }
 
@@ -141,17 +162,18 @@ MemoryEstimate estimate_training_memory(const Seq2SeqOptions& model, const Seq2S
                                         const TrainerOptions& trainer, int64_t eval_sequences) {
   const double d = static_cast<double>(model.d_model), ff = static_cast<double>(model.d_ff);
   const double heads = static_cast<double>(model.n_head);
+  const auto [qk, v] = head_features(model);
   const double vocab = static_cast<double>(model.tgt_vocab == 0 ? model.src_vocab : model.tgt_vocab);
   // Every sequence padded to the longest the model takes: sources and targets of max_len.
   const double t = static_cast<double>(model.max_len);
-  const double encoder = static_cast<double>(model.n_encoder_layers) * block_activation_values(d, ff, heads, t);
-  const double decoder = static_cast<double>(model.n_decoder_layers) *
-                         (block_activation_values(d, ff, heads, t) + 4 * d + 2 * heads * t);  // cross-attention
+  const double block = block_activation_values(d, ff, heads, t, qk, v);
+  const double encoder = static_cast<double>(model.n_encoder_layers) * block;
+  const double cross_attention = 2 * qk + 2 * v + 2 * heads * t;
+  const double decoder = static_cast<double>(model.n_decoder_layers) * (block + cross_attention);
   const double per_row = t * (encoder + decoder + 4 * d + 3 * vocab);
   const double activations = 1.5 * static_cast<double>(task.batch_size) * per_row * kFloat;
   const int64_t rows = std::min<int64_t>(eval_sequences, 256);  // the held-out set's batches
-  const double evaluation = static_cast<double>(rows) * t *
-                            (block_activation_values(d, ff, heads, t) * 2 + 2 * vocab) * kFloat;
+  const double evaluation = static_cast<double>(rows) * t * (block * 2 + 2 * vocab) * kFloat;
   return estimate(parameter_count(model), activations, evaluation, rows, trainer);
 }
 

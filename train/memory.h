@@ -8,7 +8,8 @@
 // The estimate counts f32 tensors: parameters, their gradients, the optimizer's state (two
 // slots for Adam and AdamW, one for SGD with momentum), the activations a training step keeps
 // for backward (per block: ~10 d_model + 2 d_ff values per token, plus the attention weights,
-// heads x T per token, twice; then the logits three times), and the evaluation's activations
+// heads x T per token, twice; then the logits three times; of one micro-batch when
+// TrainerOptions::grad_accum splits the step), and the evaluation's activations
 // (no graph: one block's temporaries for the rows evaluated at once). The parameter count is
 // exact (tests/train/test_hostile.cpp holds it against num_parameters()); the activations are
 // counted generously, since the estimate only has to tell a run that fits from one that is

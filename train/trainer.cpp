@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "attograd/autograd/grad_mode.h"
+#include "attograd/autograd/ops.h"
 #include "attograd/core/format.h"
 #include "attograd/core/rng.h"
 #include "attograd/core/threads.h"
@@ -146,6 +147,17 @@ Trainer::Trainer(TrainingJob& job, const TrainerOptions& options, TrainerOutputs
             .warmup_steps = options_.warmup_steps, .vocab = job_.vocab(), .checkpoint_path = outputs_.checkpoint_path};
   set_num_threads(options_.threads);
   shard_ = {.begin = 0, .rows = job_.batch_rows()};
+  check_micro_batches(job_.batch_rows(), 1, options_.grad_accum);
+}
+
+void check_micro_batches(int64_t batch_rows, int processes, int64_t grad_accum) {
+  const int64_t rows = batch_rows / processes;
+  if (rows % grad_accum == 0) return;
+  throw std::invalid_argument(
+      "Trainer: --grad-accum " + std::to_string(grad_accum) + " must divide the rows each process trains on per " +
+      "update, " + std::to_string(rows) + " (a batch of " + std::to_string(batch_rows) + " rows" +
+      (processes > 1 ? " over " + std::to_string(processes) + " processes" : std::string()) +
+      "): choose a --batch that is a multiple of " + std::to_string(grad_accum * processes));
 }
 
 Trainer::~Trainer() = default;
@@ -174,6 +186,7 @@ void Trainer::join_ranks() {
   require_same_identity(*comm, identity());  // the first collective: nothing else has run yet
   shard_ = shard_of(job_.batch_rows(), comm->rank(), comm->size(),
                     resumed_ ? "the checkpoint's batch (a resumed run keeps it)" : "--batch", !resumed_);
+  check_micro_batches(job_.batch_rows(), comm->size(), options_.grad_accum);
   data_parallel_ = std::make_unique<DataParallel>(trainable_, *comm);
   data_parallel_->broadcast_parameters();
 }
@@ -197,10 +210,23 @@ StepResult Trainer::train_step() {
   default_generator().set_step(data_parallel_ ? data_parallel_->dropout_step(update) : static_cast<uint64_t>(update));
   job_.model().train();
   optimizer_->zero_grad();
-  const StepLoss s = job_.loss(static_cast<uint64_t>(step_), shard_);
+  // Micro-batches 0 .. K-2: forward and backward, their gradients summed in place, nothing
+  // exchanged; each loss is weighted by its share of this process's rows (a job scales a shard's
+  // loss as one of equal shards; see TrainingJob::loss).
+  const int64_t k = options_.grad_accum;
+  const int64_t rows = shard_.rows / k;
+  const double share = 1.0 / static_cast<double>(k);
+  double earlier = 0;
+  for (int64_t i = 0; i + 1 < k; ++i) {
+    const Variable micro = job_.loss(static_cast<uint64_t>(step_), {.begin = shard_.begin + i * rows, .rows = rows}).loss * share;
+    earlier += micro.item();
+    micro.backward();
+  }
+  // The last one goes through the checked update, whose backward averages over processes.
+  const StepLoss s = job_.loss(static_cast<uint64_t>(step_), {.begin = shard_.begin + (k - 1) * rows, .rows = rows});
   last_tokens_ = s.tokens;
-  const StepResult r =
-      checked_update(s.loss, trainable_, *optimizer_, schedule_.at(step_), guard_, update, data_parallel_.get());
+  const StepResult r = checked_update(k == 1 ? s.loss : s.loss * share, trainable_, *optimizer_, schedule_.at(step_),
+                                      guard_, update, data_parallel_.get(), earlier);
   step_ = update;
   return r;
 }

@@ -13,6 +13,11 @@
 //   loss = job.loss(n - 1, rows)      batch n - 1 (this process's rows of it), in train mode
 //   backward (gradients averaged over processes as they finish), clip_grad_norm (clip_norm > 0),
 //   the divergence checks, then the optimizer at lr = schedule.at(n - 1)
+// With grad_accum K > 1 this process's rows are split into K equal micro-batches, each a forward
+// and a backward of its own (so a step keeps the activations of one micro-batch only), their
+// gradients summed in place, each micro-batch's loss weighted by its share of the rows: the
+// update is the one of the whole batch, up to rounding. Only the last backward averages over
+// processes, so a run over several exchanges gradients once per update.
 // Every eval_every updates, at the last one, and before the first update of a fresh run
 // (row 0, the untrained baseline), run() evaluates (job.evaluate), appends a metrics row,
 // redraws the plot and saves the checkpoint; it stops at the first evaluation whose seq_acc
@@ -88,6 +93,7 @@ struct TrainerOptions {
   LrDecay schedule = LrDecay::cosine;
   int64_t steps = 1000;        // the step budget, and the end of the decay
   double clip_norm = 1.0;      // max global gradient norm; 0 turns clipping off
+  int64_t grad_accum = 1;      // micro-batches per update: each process's rows of a batch in K parts
   // What only observes the run.
   int64_t eval_every = 10;
   double target_seq_acc = 0.99;  // stop at the first evaluation whose seq_acc reaches it; > 1 never stops
@@ -107,6 +113,7 @@ struct TrainerLimits {
   static constexpr double clip_norm = 1e6;
   static constexpr int64_t eval_sequences = int64_t{1} << 20;
   static constexpr int threads = 256;
+  static constexpr int64_t grad_accum = int64_t{1} << 20;
 };
 
 // Throws std::invalid_argument naming the first bad option and its value.
@@ -136,6 +143,11 @@ std::string checkpoint_model_kind(const CheckpointInfo& info);
 // checkpoint's kind is `kind`.
 // Returns the checkpoint, for chaining: parse_entry(require_model_kind(ck, "gpt"), "model", ...).
 const Checkpoint& require_model_kind(const Checkpoint& checkpoint, const std::string& kind);
+
+// This rank's rows of a batch of `batch_rows` over `processes` (shard_of) must split into
+// `grad_accum` equal micro-batches: std::invalid_argument naming --grad-accum, the rows and the
+// batch to choose otherwise. The loop checks it; programs call it to refuse before they build.
+void check_micro_batches(int64_t batch_rows, int processes, int64_t grad_accum);
 
 // The options of a resumed run, decided in this one place for every program: the trajectory
 // from the checkpoint, what only observes the run (evaluation cadence, target, threads,

@@ -81,6 +81,9 @@ void validate(const TrainerOptions& o) {
   if (!(o.target_seq_acc > 0)) {
     fail("target_seq_acc must be > 0 (above 1 never stops early), got " + format_number(o.target_seq_acc));
   }
+  if (o.grad_accum < 1 || o.grad_accum > L::grad_accum) {
+    fail("grad_accum must lie in [1, " + std::to_string(L::grad_accum) + "], got " + std::to_string(o.grad_accum));
+  }
   if (o.threads < 1 || o.threads > L::threads) {
     fail("threads must lie in [1, " + std::to_string(L::threads) + "], got " + std::to_string(o.threads));
   }
@@ -88,7 +91,8 @@ void validate(const TrainerOptions& o) {
 }
 
 // The options that shape the trajectory, in the order checkpoints list them (json_text.h).
-// Checkpoints written before the betas and the decayed set existed lack them (kKeepIfAbsent).
+// Checkpoints written before the betas, the decayed set and micro-batches existed lack them
+// (kKeepIfAbsent).
 constexpr auto kTrainerFields = [](auto& o, auto&& field) {
   field("optimizer", o.optimizer, optimizer_kind_name, parse_optimizer_kind);
   field("lr", o.lr), field("min_lr", o.min_lr), field("weight_decay", o.weight_decay), field("momentum", o.momentum);
@@ -96,6 +100,7 @@ constexpr auto kTrainerFields = [](auto& o, auto&& field) {
   field("steps", o.steps), field("clip_norm", o.clip_norm);
   field("beta1", o.beta1, kKeepIfAbsent), field("beta2", o.beta2, kKeepIfAbsent);
   field("decay", o.decay, decay_params_name, parse_decay_params, kKeepIfAbsent);
+  field("grad_accum", o.grad_accum, kKeepIfAbsent);
 };
 
 std::string trainer_options_to_json(const TrainerOptions& o) { return fields_to_json(o, kTrainerFields).dump(); }

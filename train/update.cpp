@@ -31,9 +31,10 @@ void DivergenceGuard::diverged(int64_t update, const std::string& what, double g
 }
 
 StepResult checked_update(const Variable& loss, const NamedVariables& params, Optimizer& optimizer, double lr,
-                          DivergenceGuard& guard, int64_t update, DataParallel* data_parallel) {
+                          DivergenceGuard& guard, int64_t update, DataParallel* data_parallel, double earlier) {
   StepResult r;
-  r.loss = data_parallel != nullptr ? data_parallel->mean(loss.item()) : loss.item();
+  const double local = earlier + loss.item();
+  r.loss = data_parallel != nullptr ? data_parallel->mean(local) : local;
   r.lr = lr;
   // Backward first so that a diverged step's message has its gradient norm; nothing is applied
   // before every check has passed.

@@ -52,8 +52,12 @@ struct DivergenceGuard {
   [[noreturn]] void diverged(int64_t update, const std::string& what, double grad_norm, double lr) const;
 };
 
-// `update` is the 1-based number of the update being made (for the messages).
+// `update` is the 1-based number of the update being made (for the messages). With gradient
+// accumulation, `loss` is the last micro-batch's and `earlier` the sum of the losses of the
+// micro-batches whose backward has already run (their gradients are in place): the update's
+// loss is their sum.
 StepResult checked_update(const Variable& loss, const NamedVariables& params, Optimizer& optimizer, double lr,
-                          DivergenceGuard& guard, int64_t update, DataParallel* data_parallel = nullptr);
+                          DivergenceGuard& guard, int64_t update, DataParallel* data_parallel = nullptr,
+                          double earlier = 0);
 
 }  // namespace ag

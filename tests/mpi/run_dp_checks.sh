@@ -57,6 +57,17 @@ grep -q "data parallel: 2 processes" g2.out || fail "the -np 2 GPT run does not 
 "$check" --compare-metrics g2.jsonl g1.jsonl 1e-5 || fail "train_gpt: the loss curves differ"
 echo "ok: train_gpt -np 2 == one process (parameters and metrics within 1e-5)"
 
+# Gradient accumulation over two processes: each rank's 4 rows in 2 micro-batches of 2, with one
+# gradient exchange per update (the report counts them), give the one-process run's update.
+np2 "$gpt" "${GPT[@]}" --steps 20 --grad-accum 2 --save a2.st --log a2.jsonl --plot a2.svg >a2.out 2>&1 ||
+  fail "-np 2 train_gpt --grad-accum 2: $(cat a2.out)"
+grep -q "data parallel: 2 processes, 20 gradient exchanges of" a2.out ||
+  fail "-np 2 --grad-accum 2 must exchange gradients once per update (20): $(grep 'data parallel' a2.out)"
+grep -q "2 micro-batches per update" a2.out || fail "the description does not show the micro-batches: $(cat a2.out)"
+"$check" --compare-params a2.st g1.st 1e-5 attn.w_k.bias || fail "train_gpt: -np 2 --grad-accum 2 and one process differ"
+"$check" --compare-metrics a2.jsonl g1.jsonl 1e-5 || fail "train_gpt --grad-accum 2: the loss curves differ"
+echo "ok: train_gpt -np 2 --grad-accum 2 == one process, one exchange per update"
+
 # Variable-length pairs: each rank's mean over its own target tokens must be weighted by its
 # share of the batch's tokens, or the average over ranks is not the batch's mean (leaving the
 # weights out moves the parameters by 3e-2 here). A program that ignored the communicator would

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/train/io/atomic_file.h"
@@ -420,6 +421,40 @@ BOOST_AUTO_TEST_CASE(every_kind_counts_its_parameters_exactly_from_its_options) 
       }
     }
   }
+  // Heads of a size of their own (n_head need not divide d_model then), and the original
+  // Transformer's switches: no attention biases, a LayerNorm on each stack's input, none after.
+  for (const auto& [d_k, d_v] : {std::pair<int64_t, int64_t>{5, 7}, {0, 0}, {3, 0}}) {
+    for (const bool attn_bias : {true, false}) {
+      for (const bool norms : {true, false}) {
+        Seq2SeqOptions s{.src_vocab = 9, .max_len = 6, .d_model = 8, .n_head = d_k == 5 ? 3 : 2, .d_ff = 20,
+                         .n_encoder_layers = 2, .n_decoder_layers = 1};
+        s.d_k = d_k;
+        s.d_v = d_v;
+        s.attn_bias = attn_bias;
+        s.input_norm = norms;
+        s.final_norm = !norms;
+        manual_seed(1);
+        const Seq2Seq model(s);
+        BOOST_TEST(parameter_count(s) == static_cast<double>(model.num_parameters()),
+                   "d_k " << d_k << ", d_v " << d_v << ", attn_bias " << attn_bias << ", input_norm " << norms);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(wider_heads_need_more_activation_memory) {
+  // Heads four times d_model / n_head wide keep four times the queries, keys and values.
+  const Seq2SeqOptions base{.src_vocab = 14, .max_len = 32, .d_model = 64, .n_head = 4, .d_ff = 128,
+                            .n_encoder_layers = 2, .n_decoder_layers = 2};
+  Seq2SeqOptions wide = base;
+  wide.d_k = 64;
+  wide.d_v = 64;
+  const Seq2SeqTaskOptions task{.kind = Seq2SeqTaskKind::addition};
+  const TrainerOptions adamw{.optimizer = OptimizerKind::adamw};
+  const MemoryEstimate b = estimate_training_memory(base, task, adamw, 64);
+  const MemoryEstimate w = estimate_training_memory(wide, task, adamw, 64);
+  BOOST_TEST(w.activations > 1.5 * b.activations);
+  BOOST_TEST(w.evaluation > 1.5 * b.evaluation);
 }
 
 BOOST_AUTO_TEST_CASE(a_gpt_or_seq2seq_far_too_large_is_refused_before_it_is_built) {

@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(the_stored_text_of_every_options_struct_is_pinned) {
                                       .weight_decay = 0.1, .momentum = 0.9, .warmup_steps = 30,
                                       .schedule = LrDecay::linear, .steps = 300, .clip_norm = 1.0}) ==
              R"({"optimizer":"adamw","lr":0.002,"min_lr":0.0002,"weight_decay":0.1,"momentum":0.9,"warmup_steps":30,)"
-             R"("schedule":"linear","steps":300,"clip_norm":1.0,"beta1":0.9,"beta2":0.999,"decay":"all"})");
+             R"("schedule":"linear","steps":300,"clip_norm":1.0,"beta1":0.9,"beta2":0.999,"decay":"all","grad_accum":1})");
   BOOST_TEST(loop_state_to_json({.step = 20, .window_loss_sum = 1.5, .window_steps = 3, .elapsed_s = 2.25,
                                  .first_loss = 2.75}) ==
              R"({"step":20,"window_loss_sum":1.5,"window_steps":3,"elapsed_s":2.25,"first_loss":2.75})");

@@ -120,6 +120,7 @@ void DataParallel::launch(Bucket& b) {
   }
   b.started = Clock::now();
   if (in_backward_) ++stats_.started_during_backward;
+  ++stats_.sums;
   b.pending = comm_.start_all_reduce_sum(b.flat);
   b.launched = true;
 }
@@ -211,9 +212,11 @@ std::string DataParallel::report() const {
   const double steps = stats_.steps > 0 ? static_cast<double>(stats_.steps) : 1.0;
   char line[320];
   std::snprintf(line, sizeof line,
-                "data parallel: %d processes, %lld gradient bucket%s; during backward a sum was in flight %.0f%% of "
-                "the time; after backward %.2f ms per update waited for the sums (backward %.2f ms per update)",
-                comm_.size(), static_cast<long long>(stats_.buckets), stats_.buckets == 1 ? "" : "s", 100 * stats_.share(),
+                "data parallel: %d processes, %lld gradient exchange%s of %lld bucket%s; during backward a sum was in "
+                "flight %.0f%% of the time; after backward %.2f ms per update waited for the sums (backward %.2f ms "
+                "per update)",
+                comm_.size(), static_cast<long long>(stats_.steps), stats_.steps == 1 ? "" : "s",
+                static_cast<long long>(stats_.buckets), stats_.buckets == 1 ? "" : "s", 100 * stats_.share(),
                 1e3 * stats_.exposed_s / steps, 1e3 * stats_.backward_s / steps);
   return line;
 }

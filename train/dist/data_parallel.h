@@ -55,8 +55,9 @@ Indices shard_rows(const Indices& x, const Shard& s);
 
 // How the reductions of the steps so far overlapped backward.
 struct OverlapStats {
-  int64_t steps = 0;
+  int64_t steps = 0;          // backward() calls: one exchange of the gradients each
   int64_t buckets = 0;        // per step
+  int64_t sums = 0;           // bucket sums started over the ranks, all steps together
   int64_t started_during_backward = 0;  // bucket sums started before backward had finished
   double backward_s = 0;      // wall time inside backward, summed over steps
   double in_flight_s = 0;     // of that, the time during which a bucket's sum was in flight
@@ -100,7 +101,8 @@ class DataParallel {
   void sum(std::vector<double>& values);
 
   const OverlapStats& overlap() const { return stats_; }
-  // One line for the end of a run: processes, buckets, the overlap share, the wait after backward.
+  // One line for the end of a run: processes, gradient exchanges (one per update), buckets, the
+  // overlap share, the wait after backward.
   std::string report() const;
   int64_t bucket_count() const { return static_cast<int64_t>(buckets_.size()); }
 
