@@ -30,13 +30,15 @@ namespace ag {
 struct FineTuneOptions {
   std::string init_from{};            // the base's weights (an attograd GPT checkpoint); empty: none
   std::vector<std::string> freeze{};  // patterns over parameter names (parameter_matches)
-  int64_t lora_rank = 0;            // 0: no adapters
-  double lora_alpha = 0;            // 0: the rank (a scaling of 1)
+  int64_t lora_rank = 0;              // 0: no adapters
+  double lora_alpha = 0;              // 0: the rank (a scaling of 1)
   std::vector<std::string> lora_targets{"w_q", "w_k", "w_v", "w_o"};
-  bool adapter_only = false;        // checkpoints hold only the trainable parameters (needs init_from)
+  bool adapter_only = false;          // checkpoints hold only the trainable parameters (needs init_from)
 
   bool active() const { return !init_from.empty() || !freeze.empty() || lora_rank > 0; }
-  LoRAOptions lora() const { return {.rank = lora_rank, .alpha = lora_alpha > 0 ? lora_alpha : static_cast<double>(lora_rank)}; }
+  LoRAOptions lora() const {
+    return {.rank = lora_rank, .alpha = lora_alpha > 0 ? lora_alpha : static_cast<double>(lora_rank)};
+  }
 };
 
 // Whether `pattern` names the parameter `name`: a glob over the whole dotted name ('*' any run of

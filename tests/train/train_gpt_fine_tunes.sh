@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # train_gpt's fine-tuning flags as a user meets them, comparing the checkpoints tensor by tensor:
 #   --init-from a base, --lora-rank: after training every base tensor is bit-identical to the
-#     base's, every adapter tensor changed;
+#     base's, every adapter tensor changed (also with --grad-accum 2);
 #   --freeze PATTERN (repeated): the tensors it names bit-identical, the others changed;
 #   --save-adapter-only: a checkpoint of the adapters alone, at most 2% of a full fine-tuning
 #     checkpoint's bytes for a model of 4 layers of d_model 384 with rank 8 on the attention
@@ -40,6 +40,12 @@ body = data[8 + n:]
 bs = [e for k, e in h.items() if k.endswith(".lora_b") and not k.startswith("optimizer/")]
 sys.exit(0 if bs and all(any(body[e["data_offsets"][0]:e["data_offsets"][1]]) for e in bs) else 1)
 PY
+
+# The same with gradient accumulation (two micro-batches per update).
+gpt --init-from base.st --lora-rank 4 --grad-accum 2 "${small[@]}" --steps 4 --eval-every 4 --save accum.st \
+  --log accum.jsonl --plot accum.svg >out.txt 2>&1 || fail "the LoRA run with --grad-accum 2 failed: $(cat out.txt)"
+python3 "$tensors" base.st accum.st | grep -v optimizer/ | grep -v lora_ | grep -v "^same " &&
+  fail "a base tensor changed under LoRA with --grad-accum 2"
 
 # --freeze: what it names stays, the rest trains.
 gpt --init-from base.st --freeze embed --freeze 'blocks.0.*' "${small[@]}" --steps 4 --eval-every 4 --save frozen.st \
