@@ -30,6 +30,28 @@ Tokenizer choose_tokenizer(const std::string& choice, const std::string& text) {
   return Tokenizer::bpe(choice == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(choice));
 }
 
+// One line on what a fine-tuning run starts from and trains; nothing for a run from scratch.
+std::string describe_finetune(const FineTuneOptions& f, const GPT& model) {
+  if (!f.active()) return {};
+  std::ostringstream os;
+  os << "tune   ";
+  if (f.lora_rank > 0) {
+    os << "LoRA rank " << f.lora_rank << " alpha " << f.lora().alpha << " on";
+    for (const std::string& t : f.lora_targets) os << " " << t;
+    os << ", ";
+  }
+  if (!f.freeze.empty()) {
+    os << "frozen:";
+    for (const std::string& p : f.freeze) os << " " << p;
+    os << ", ";
+  }
+  int64_t trainable = 0;
+  for (const auto& [name, p] : trainable_parameters(model)) trainable += p.numel();
+  os << trainable << " of " << model.num_parameters() << " parameters train"
+     << (f.adapter_only ? ", checkpoints hold only those" : "") << "\n";
+  return os.str();
+}
+
 int run(const TrainGPTArgs& a) {
   TrainingRun run(a, "gpt");
   const Checkpoint* ck = run.checkpoint();
@@ -44,15 +66,23 @@ int run(const TrainGPTArgs& a) {
     data_stem += (i > 0 ? "+" : "") + (is_corpus_name(sources[i]) ? sources[i]
                                                                   : std::filesystem::path(sources[i]).stem().string());
   }
-  const Tokenizer tokenizer = ck ? gpt_tokenizer_from(*ck) : choose_tokenizer(a.tokenizer, text);
-  GPTOptions m = ck ? gpt_options_from(*ck) : a.model;
+  // A fine-tuning run takes its model and tokenizer from its base (--init-from) when the base is
+  // an attograd checkpoint; the other layouts hold weights only, which the flags or --preset
+  // describe. A resumed run takes them from its checkpoint.
+  const FineTuneOptions finetune = ck ? finetune_options_from(*ck) : a.finetune;
+  const bool from_base = !ck && !finetune.init_from.empty() &&
+                         gpt_weights_layout(finetune.init_from) == GPTWeightsLayout::attograd;
+  const Tokenizer tokenizer = ck          ? gpt_tokenizer_from(*ck)
+                              : from_base ? initial_weights_tokenizer(finetune.init_from)
+                                          : choose_tokenizer(a.tokenizer, text);
+  GPTOptions m = ck ? gpt_options_from(*ck) : from_base ? initial_weights_options(finetune.init_from) : a.model;
   if (!ck && !a.preset.empty() && tokenizer.vocab_size() != gpt_preset(a.preset).vocab) {
     throw UsageError("--preset " + a.preset + ": GPT-2's models read " + std::to_string(gpt_preset(a.preset).vocab) +
                      " tokens, the " + tokenizer.kind_name() + " tokenizer has " + std::to_string(tokenizer.vocab_size()) +
                      " (use --tokenizer gpt2, or give the model's size with --layers, --heads, --d-model, --block-size)");
   }
   m.vocab = tokenizer.vocab_size();
-  const GPTJobOptions options = ck ? gpt_job_options_from(*ck, a.job) : a.job;
+  GPTJobOptions options = ck ? gpt_job_options_from(*ck, a.job) : a.job;
   run.check_fits(options.batch, estimate_training_memory(m, options.batch, t),
                    "the size is driven by --d-model, --layers and the vocabulary (parameters and optimizer state) "
                    "and by --batch, --block-size and --heads (activations)");
@@ -62,34 +92,51 @@ int run(const TrainGPTArgs& a) {
                      " tokens long, shorter than --block-size " + std::to_string(m.block_size) + " + 1 = " +
                      std::to_string(m.block_size + 1) + " (give more text or lower --block-size)");
   }
+  if (options.eval_stride > m.block_size) {
+    throw UsageError("--eval-stride " + std::to_string(options.eval_stride) + " is longer than the window, the context of " +
+                     std::to_string(m.block_size) + " tokens: the tokens between two windows would not be scored");
+  }
+  // Fine-tuning options that cannot be are refused before anything is written.
+  if (!ck && finetune.active()) validate_finetune(m, finetune);
   std::ostringstream title, about;
   title << "GPT on " << data_stem << ": " << m.n_layers << " layers, d_model " << m.d_model << ", context "
         << m.block_size;
-  // The weights are read before the run's directory exists: a file that does not fit leaves
-  // nothing behind. With --init-from every weight comes from the file: none is drawn first.
-  std::optional<SkipInitGuard> no_init;
-  if (!a.init_from.empty()) no_init.emplace();
-  GPT model(m);
-  no_init.reset();
+  // The base's weights are read before the run's directory exists: a file that does not fit
+  // leaves nothing behind. They are all the file's, so none is drawn first; the adapters are
+  // drawn after prepare() has seeded the generator, as a fresh model is.
+  const bool load_base = !ck && !finetune.init_from.empty();
+  std::optional<GPT> model;
   std::string init;
-  if (!a.init_from.empty()) {
-    const GPTWeightsLayout layout = read_gpt_weights(model, a.init_from);
-    init = std::string("init   ") + gpt_weights_layout_name(layout) + " weights from " + a.init_from + "\n";
+  if (load_base) {
+    {
+      const SkipInitGuard no_init;
+      model.emplace(m);
+    }
+    const GPTWeightsLayout layout = load_initial_weights(finetune.init_from, *model);
+    init = std::string("init   ") + gpt_weights_layout_name(layout) + " weights from " + finetune.init_from + "\n";
   }
   run.prepare(data_stem, title.str());
 
+  if (!model) model.emplace(m);
+  if (ck) {
+    restore_finetune(*ck, *model);
+    if (ck->has_entry("finetune")) options.finetune = ck->entry("finetune");
+  } else if (finetune.active()) {
+    options.finetune = prepare_finetune(*model, finetune, /*base_loaded=*/load_base);
+  }
+  run.save_trainable_only(finetune.adapter_only);
   // A checkpoint written before the data entry named the sources resumes without them: its
   // entry is the old one, and the token checksum alone still refuses another text.
   const bool record_sources = !ck || gpt_data_names_corpus(*ck);
-  GPTJob job(model, tokenizer, tokens, options, record_sources ? corpus.parts : std::vector<CorpusPart>{});
+  GPTJob job(*model, tokenizer, tokens, options, record_sources ? corpus.parts : std::vector<CorpusPart>{});
   const TextSplit& split = job.data();
   about << "data   " << data << ": " << text.size() << " bytes, " << split.train.size() + split.val.size()
         << " tokens (" << split.train.size() << " train, " << split.val.size() << " validation), "
         << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n"
         << "model  GPT " << m.n_layers << " layers, " << m.n_head << " heads, d_model " << m.d_model << ", context "
         << m.block_size << ", dropout " << m.dropout << (m.bias ? "" : ", no biases") << ", "
-        << model.num_parameters() << " parameters" << (m.activation == Activation::gelu ? "" : ", tanh GELU") << "\n"
-        << init
+        << model->num_parameters() << " parameters" << (m.activation == Activation::gelu ? "" : ", tanh GELU") << "\n"
+        << init << describe_finetune(finetune, *model)
         << describe_training(t, "batch " + std::to_string(options.batch) + ", " + std::to_string(t.steps) +
                                     " steps, seed " + std::to_string(options.seed));
   const TrainSummary s = run.train(job, about.str());

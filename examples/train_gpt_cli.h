@@ -11,6 +11,7 @@
 #include <string>
 
 #include "attograd/models/gpt.h"
+#include "attograd/train/finetune.h"
 #include "attograd/train/gpt_job.h"
 #include "training_program.h"
 
@@ -32,9 +33,12 @@ struct TrainGPTArgs : TrainingArgs {
                    .bias = true};
   std::string preset;        // gpt_preset's name: the model's size and shape, flags given beside it win
   std::string activation;    // --activation; empty: the preset's, else the exact GELU
-  std::string init_from;     // weights to start from (train/io/gpt_weights.h: four layouts)
   GPTJobOptions job;  // batch 32; seed = --seed
   bool eval_full = false;  // at the end, the loss over the whole validation split
+  // --init-from, --freeze, --lora-*, --save-adapter-only (train/finetune.h). LoRA's default
+  // targets are the four attention projections of every block; --lora-targets replaces them.
+  FineTuneOptions finetune;
+  std::vector<std::string> lora_targets;  // empty: FineTuneOptions' default
 
   TrainGPTArgs() {
     // The default run: under 5 minutes on two quiet cores to a validation loss below 2.0 nats per
@@ -69,9 +73,6 @@ struct TrainGPTArgs : TrainingArgs {
              "GPT-2's shape: gpt2 (124M), gpt2-medium (350M) or gpt2-tiny (for tests); with GPT-2's tokenizer unless "
              "--tokenizer says otherwise, and the flags below, when given, win",
              gpt_preset_names());
-    f.path("--init-from", init_from,
-           "start from these weights: an attograd checkpoint, a Hugging Face GPT-2 model.safetensors, nanoGPT's "
-           "state_dict as safetensors, or llm.c's .bin (told from the content); the model flags must match the file");
     f.integer("--layers", model.n_layers, 1, GPTLimits::n_layers, "transformer blocks");
     f.integer("--heads", model.n_head, 1, GPTLimits::n_head, "attention heads, must divide --d-model");
     f.integer("--d-model", model.d_model, 1, GPTLimits::d_model, "width");
@@ -88,6 +89,25 @@ struct TrainGPTArgs : TrainingArgs {
     f.integer("--eval-windows", job.eval_windows, 1, int64_t{1} << 20,
               "validation windows per evaluation, evenly spaced (at most; rounded down to whole batches)");
     f.flag("--eval-full", eval_full, "at the end, the validation loss over the whole split (every window)");
+    f.integer("--eval-stride", job.eval_stride, 0, GPTLimits::block_size,
+              "at every evaluation, also the sliding-window perplexity of the whole validation split: windows of "
+              "--block-size tokens every N tokens, each token scored once (at most --block-size; 0: none)");
+    f.group("fine-tuning", true);
+    f.path("--init-from", finetune.init_from,
+           "start from these weights: a checkpoint of train_gpt (its model and tokenizer are the run's), a Hugging "
+           "Face GPT-2 model.safetensors, nanoGPT's state_dict as safetensors, or llm.c's .bin (told from the "
+           "content; the model flags or --preset must describe it)");
+    f.words("--freeze", finetune.freeze,
+            "leave these parameters as they are: a glob over the dotted name ('blocks.*.attn.*'), or a leading "
+            "part of it ('embed', 'blocks.0'); repeatable")->expected(1, CLI::detail::expected_max_vector_size);
+    f.integer("--lora-rank", finetune.lora_rank, 0, int64_t{1} << 16,
+              "train LoRA adapters of this rank on the --lora-targets and freeze everything else (0: no LoRA)");
+    f.real("--lora-alpha", finetune.lora_alpha, 0.0, 1e6, "the adapters' update is scaled by alpha / rank (0: the rank)");
+    f.words("--lora-targets", lora_targets,
+            "the Linear layers that get adapters, by name or dotted suffix: w_q w_k w_v w_o (the default) "
+            "linear1 linear2")->expected(1, CLI::detail::expected_max_vector_size);
+    f.flag("--save-adapter-only", finetune.adapter_only,
+           "checkpoints hold only the trained parameters (and the base's path and checksum): needs --init-from");
   }
 
   void finish(const CommandLine& line) {
@@ -105,7 +125,6 @@ struct TrainGPTArgs : TrainingArgs {
       if (!line.given("--tokenizer")) tokenizer = "gpt2";
     }
     if (!activation.empty()) model.activation = line.choice("--activation", parse_activation, activation);
-    if (!init_from.empty()) inputs.push_back({"--init-from", init_from});
     for (const std::string& source : data) {
       if (!is_corpus_name(source)) inputs.push_back({"--data", source});
     }
@@ -118,6 +137,35 @@ struct TrainGPTArgs : TrainingArgs {
       inputs.push_back({"--tokenizer", tokenizer});
     }
     if (!line.resuming) check_heads(model.d_model, model.n_head);
+    if (line.typed("--lora-rank") && finetune.lora_rank == 0) {
+      throw UsageError("--lora-rank: 0 is no rank; an adapter has rank 1 or more (leave the flag out for no LoRA)");
+    }
+    if (!lora_targets.empty()) finetune.lora_targets = lora_targets;
+    if (finetune.lora_rank == 0) {
+      for (const char* flag : {"--lora-alpha", "--lora-targets"}) {
+        if (line.typed(flag)) throw UsageError(std::string(flag) + " needs --lora-rank");
+      }
+    }
+    if (finetune.adapter_only && finetune.init_from.empty() && !line.resuming) {
+      throw UsageError("--save-adapter-only needs --init-from: an adapter is saved against the base it adapts");
+    }
+    if (finetune.adapter_only && finetune.lora_rank == 0 && finetune.freeze.empty() && !line.resuming) {
+      throw UsageError("--save-adapter-only needs --lora-rank or --freeze: otherwise every parameter trains");
+    }
+    if (!finetune.init_from.empty()) {
+      // A checkpoint of ours decides the model and the tokenizer; the other layouts hold weights only.
+      std::error_code ec;
+      const bool ours = std::filesystem::is_regular_file(finetune.init_from, ec) &&
+                        gpt_weights_layout(finetune.init_from) == GPTWeightsLayout::attograd;
+      for (const char* flag : {"--layers", "--heads", "--d-model", "--block-size", "--dropout", "--bias", "--no-bias",
+                               "--tokenizer", "--preset", "--activation", "--vocab-multiple"}) {
+        if (ours && line.typed(flag)) {
+          throw UsageError(std::string(flag) + " cannot go with --init-from " + finetune.init_from +
+                           ": a checkpoint's model and tokenizer are the run's");
+        }
+      }
+      inputs.push_back({"--init-from", finetune.init_from});
+    }
   }
 };
 

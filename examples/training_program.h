@@ -278,6 +278,11 @@ class Flags {
     return add(app_.add_option(flag, into, help)->check(CLI::Validator(given, "PATH")));
   }
   CLI::Option* flag(const char* name, bool& into, const std::string& help) { return add(app_.add_flag(name, into, help)); }
+  // One or more words that are not paths (`--freeze embed pos`, or the flag repeated), none empty.
+  CLI::Option* words(const char* flag, std::vector<std::string>& into, const std::string& help) {
+    const auto given = [](std::string& w) { return w.empty() ? std::string("the value is empty") : std::string(); };
+    return add(app_.add_option(flag, into, help)->check(CLI::Validator(given, "TEXT")));
+  }
   CLI::Option* seed(uint64_t& into, const std::string& help) {
     const auto any = detail::number_in<uint64_t>(0, UINT64_MAX, false, "an unsigned 64-bit integer", "UINT64");
     return add(app_.add_option("--seed", into, help)->check(any));
@@ -582,6 +587,8 @@ class TrainingRun {
     return ck_ ? parse_entry(*ck_, key, parse) : flags;
   }
   TrainerOptions trainer;  // what the run trains with
+  // Checkpoints leave out the frozen parameters (a fine-tuning run's --save-adapter-only).
+  void save_trainable_only(bool on) { out_.save_trainable_only = on; }
 
   // Before anything is built or written: a batch of `batch_rows` splits evenly over the
   // processes and into the --grad-accum micro-batches, and the model, its optimizer state and a

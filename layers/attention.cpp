@@ -104,10 +104,10 @@ AttentionOutput ScaledDotProductAttention::forward(const Variable& q, const Vari
 
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options)
     : options_(resolved(options)),
-      w_q_(register_module("w_q", projection(options_.q_dim, options_.n_head * options_.d_k, options_.bias))),
-      w_k_(register_module("w_k", projection(options_.k_dim, options_.n_head * options_.d_k, options_.bias))),
-      w_v_(register_module("w_v", projection(options_.v_dim, options_.n_head * options_.d_v, options_.bias))),
-      w_o_(register_module("w_o", projection(options_.n_head * options_.d_v, options_.d_model, options_.bias))),
+      w_q_(register_replaceable("w_q", projection(options_.q_dim, options_.n_head * options_.d_k, options_.bias))),
+      w_k_(register_replaceable("w_k", projection(options_.k_dim, options_.n_head * options_.d_k, options_.bias))),
+      w_v_(register_replaceable("w_v", projection(options_.v_dim, options_.n_head * options_.d_v, options_.bias))),
+      w_o_(register_replaceable("w_o", projection(options_.n_head * options_.d_v, options_.d_model, options_.bias))),
       attention_(register_module("attention", std::make_unique<ScaledDotProductAttention>(
                                                   ScaledDotProductAttentionOptions{options_.scale, options_.temperature,
                                                                                    options_.dropout}))) {}
@@ -133,14 +133,14 @@ AttentionOutput MultiHeadAttention::forward(const Variable& query, const Variabl
   mask.check("MultiHeadAttention", B, o.n_head, Tq, Tk);
   bias.check("MultiHeadAttention", B, o.n_head, Tq, Tk);
 
-  const Variable q = split_heads(w_q_(query), o.d_k);  // (B, H, Tq, d_k)
+  const Variable q = split_heads(w_q_->forward(query), o.d_k);  // (B, H, Tq, d_k)
   // (B, H, Tk, d_k) and (B, H, Tk, d_v); with a cache, views of it (attention_cache.cpp).
-  const auto [k, v] = cache.empty() ? std::pair{split_heads(w_k_(key), o.d_k), split_heads(w_v_(value), o.d_v)}
+  const auto [k, v] = cache.empty() ? std::pair{split_heads(w_k_->forward(key), o.d_k), split_heads(w_v_->forward(value), o.d_v)}
                                     : cached_keys_values(cache, key, value);
   AttentionOutput r = attention_(q, k, v, mask, bias);
   // (B, H, Tq, d_v) -> (B, Tq, H * d_v): heads side by side, as w_o expects them.
   const Variable heads = reshape(permute(r.output, {0, 2, 1, 3}), {B, Tq, o.n_head * o.d_v});
-  Variable out = w_o_(heads);
+  Variable out = w_o_->forward(heads);
   // A query that sees nothing gets nothing, not the output projection's bias.
   const Tensor rows = mask.rows_with_keys();  // (b, 1, q, 1)
   if (rows.defined()) {

@@ -106,10 +106,11 @@ class MultiHeadAttention : public Module {
 
   // Options with every default resolved (d_k, d_v, q_dim, k_dim, v_dim filled in).
   const MultiHeadAttentionOptions& options() const { return options_; }
-  Linear& w_q() { return w_q_; }
-  Linear& w_k() { return w_k_; }
-  Linear& w_v() { return w_v_; }
-  Linear& w_o() { return w_o_; }
+  // The projections; each may be replaced by another Linear (a LoRALinear: layers/lora.h).
+  Linear& w_q() { return *w_q_; }
+  Linear& w_k() { return *w_k_; }
+  Linear& w_v() { return *w_v_; }
+  Linear& w_o() { return *w_o_; }
   ScaledDotProductAttention& attention() { return attention_; }
   std::string name() const override { return "MultiHeadAttention"; }
 
@@ -125,10 +126,10 @@ class MultiHeadAttention : public Module {
                                                    const Variable& value);
 
   MultiHeadAttentionOptions options_;
-  Linear& w_q_;
-  Linear& w_k_;
-  Linear& w_v_;
-  Linear& w_o_;
+  Replaceable<Linear> w_q_;
+  Replaceable<Linear> w_k_;
+  Replaceable<Linear> w_v_;
+  Replaceable<Linear> w_o_;
   ScaledDotProductAttention& attention_;
 };
 

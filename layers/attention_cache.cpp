@@ -59,8 +59,8 @@ std::pair<Variable, Variable> MultiHeadAttention::cached_keys_values(const KvCac
   // A memory layer is projected once, by the first call; a self-attention layer takes every
   // call's new positions.
   if (cache.use == KvCacheUse::append || kv.length(cache.index) == 0) {
-    const Variable k = split_heads(w_k_(key), options_.d_k);    // (B, H, T_new, d_k)
-    const Variable v = split_heads(w_v_(value), options_.d_v);  // (B, H, T_new, d_v)
+    const Variable k = split_heads(w_k_->forward(key), options_.d_k);    // (B, H, T_new, d_k)
+    const Variable v = split_heads(w_v_->forward(value), options_.d_v);  // (B, H, T_new, d_v)
     kv.append(cache.index, k.value(), v.value());
   }
   // (B, H, Tk, d): every cached position, views of the cache's buffers.

@@ -18,16 +18,16 @@ const PositionwiseFeedForwardOptions& checked(const PositionwiseFeedForwardOptio
 
 PositionwiseFeedForward::PositionwiseFeedForward(const PositionwiseFeedForwardOptions& options)
     : options_(checked(options)),
-      linear1_(register_module("linear1", std::make_unique<Linear>(options.d_model, options.d_hidden, options.bias))),
+      linear1_(register_replaceable("linear1", std::make_unique<Linear>(options.d_model, options.d_hidden, options.bias))),
       dropout_(register_module("dropout", std::make_unique<Dropout>(options.dropout))),
-      linear2_(register_module("linear2", std::make_unique<Linear>(options.d_hidden, options.d_model, options.bias))) {}
+      linear2_(register_replaceable("linear2", std::make_unique<Linear>(options.d_hidden, options.d_model, options.bias))) {}
 
 Variable PositionwiseFeedForward::forward(const Variable& x) {
   if (x.dim() < 1 || x.shape()[-1] != options_.d_model) {
     throw std::invalid_argument("PositionwiseFeedForward: input of shape " + x.shape().str() +
                                 " does not end in d_model=" + std::to_string(options_.d_model));
   }
-  return linear2_(dropout_(apply_activation(options_.activation, linear1_(x))));
+  return linear2_->forward(dropout_(apply_activation(options_.activation, linear1_->forward(x))));
 }
 
 std::string PositionwiseFeedForward::name() const {

@@ -34,15 +34,16 @@ class PositionwiseFeedForward : public Sublayer {
   Variable forward(const Variable& x) override;
   Variable operator()(const Variable& x) { return forward(x); }  // the shape cannot change here
   const PositionwiseFeedForwardOptions& options() const { return options_; }
-  Linear& linear1() { return linear1_; }
-  Linear& linear2() { return linear2_; }
+  // Each may be replaced by another Linear (a LoRALinear: layers/lora.h).
+  Linear& linear1() { return *linear1_; }
+  Linear& linear2() { return *linear2_; }
   std::string name() const override;
 
  private:
   PositionwiseFeedForwardOptions options_;
-  Linear& linear1_;
+  Replaceable<Linear> linear1_;
   Dropout& dropout_;
-  Linear& linear2_;
+  Replaceable<Linear> linear2_;
 };
 
 }  // namespace ag

@@ -33,6 +33,22 @@ Linear::Linear(const LinearOptions& options)
   }
 }
 
+Linear::Linear(const LinearOptions& options, const Tensor& weight, const Tensor& bias, bool trainable)
+    : options_(checked(options)) {
+  const Shape want_weight{options_.out_features, options_.in_features};
+  const bool weight_ok = weight.defined() && weight.shape() == want_weight;
+  const bool bias_ok = options_.bias ? bias.defined() && bias.shape() == Shape{options_.out_features} : !bias.defined();
+  if (!weight_ok || !bias_ok || (bias.defined() && bias.dtype() != weight.dtype())) {
+    throw std::invalid_argument("Linear: for in=" + std::to_string(options_.in_features) + " out=" +
+                                std::to_string(options_.out_features) + (options_.bias ? " with" : " without") +
+                                " bias, got weight " + (weight.defined() ? weight.shape().str() : "undefined") +
+                                " and bias " + (bias.defined() ? bias.shape().str() : "undefined") +
+                                " (of one dtype)");
+  }
+  weight_ = register_parameter("weight", weight, trainable);
+  if (options_.bias) bias_ = register_parameter("bias", bias, trainable);
+}
+
 Variable Linear::forward(const Variable& x) {
   if (x.dim() < 1 || x.shape()[-1] != options_.in_features) {
     throw std::invalid_argument("Linear: input of shape " + x.shape().str() + " does not end in in_features=" +

@@ -2,6 +2,10 @@
 //   x: (..., in_features) -> (..., out_features); weight: (out, in); bias: (out)
 // Init as PyTorch: weight and bias ~ U(-1/sqrt(in), 1/sqrt(in)) (kaiming-uniform with
 // a = sqrt(5)), drawn from default_generator().
+//
+// forward is virtual so that a layer computing more than x W^T + b from the same weight (a
+// LoRALinear, layers/lora.h) can take a Linear's place in the layers that hold their
+// projections as Replaceable<Linear> (attention, feed-forward).
 #pragma once
 
 #include <cstdint>
@@ -21,8 +25,12 @@ class Linear : public Module {
   explicit Linear(const LinearOptions& options);
   Linear(int64_t in_features, int64_t out_features, bool bias = true)
       : Linear(LinearOptions{in_features, out_features, bias}) {}
+  // A Linear holding copies of `weight` (out, in) and `bias` (out; undefined without a bias),
+  // in their dtype, nothing drawn from the generator; `trainable` false registers them frozen
+  // (requires_grad false). std::invalid_argument naming the shapes when they do not match.
+  Linear(const LinearOptions& options, const Tensor& weight, const Tensor& bias, bool trainable = true);
 
-  Variable forward(const Variable& x);
+  virtual Variable forward(const Variable& x);
   Variable operator()(const Variable& x) { return forward(x); }
 
   const LinearOptions& options() const { return options_; }

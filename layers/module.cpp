@@ -59,12 +59,65 @@ Tensor& Module::register_buffer(std::string name, Tensor value) {
   return buffers_.back().second;
 }
 
-void Module::add_child(std::string name, std::unique_ptr<Module> module) {
+Module::Child& Module::add_child(std::string name, std::unique_ptr<Module> module) {
   check_new_name(name, "module");
   if (!module) throw std::invalid_argument("register_module: '" + name + "' is a null module");
   module->set_path(path_ + name + ".");
   module->train(training_);
   children_.push_back({std::move(name), std::move(module)});
+  return children_.back();
+}
+
+std::pair<Module*, Module::Child*> Module::find_child(const std::string& path, std::string& why) {
+  Module* owner = this;
+  std::string rest = path;
+  for (;;) {
+    const size_t dot = rest.find('.');
+    const std::string part = rest.substr(0, dot);
+    const auto it = std::find_if(owner->children_.begin(), owner->children_.end(),
+                                 [&](const Child& c) { return c.name == part; });
+    if (it == owner->children_.end()) {
+      why = "names no module (no child '" + part + "')";
+      return {nullptr, nullptr};
+    }
+    if (dot == std::string::npos) return {owner, &*it};
+    owner = it->module.get();
+    rest = rest.substr(dot + 1);
+  }
+}
+
+bool Module::is_replaceable(const std::string& path, const Module& candidate) {
+  std::string why;
+  const auto [owner, child] = find_child(path, why);
+  return child != nullptr && child->accepts && child->accepts(candidate);
+}
+
+std::unique_ptr<Module> Module::replace_module(const std::string& path, std::unique_ptr<Module> module) {
+  const auto fail = [&](const std::string& why) {
+    throw std::invalid_argument("replace_module (" + name() + "): '" + path + "' " + why);
+  };
+  if (!module) fail("cannot be replaced by a null module");
+  std::string why;
+  const auto [owner, child] = find_child(path, why);
+  if (child == nullptr) fail(why);
+  if (!child->accepts) fail("was registered with register_module, which cannot be replaced");
+  if (!child->accepts(*module)) fail("holds a " + child->slot_type + "; a " + module->name() + " cannot take its place");
+  module->set_path(owner->path_ + child->name + ".");
+  module->train(owner->training_);
+  std::swap(child->module, module);
+  return module;
+}
+
+std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+  std::vector<std::pair<std::string, Module*>> out;
+  const auto walk = [&](auto& self, Module& m, const std::string& prefix) -> void {
+    for (Child& c : m.children_) {
+      out.emplace_back(prefix + c.name, c.module.get());
+      self(self, *c.module, prefix + c.name + ".");
+    }
+  };
+  walk(walk, *this, "");
+  return out;
 }
 
 void Module::set_path(const std::string& path) {

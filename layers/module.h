@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -34,6 +35,23 @@
 #include "attograd/autograd/variable.h"
 
 namespace ag {
+
+class Module;
+
+// A child registered with register_replaceable: the owner reaches it through this handle, so
+// that replace_module can put another module of the same type (a LoRALinear for a Linear) in its
+// place without the owner's knowing. Valid for the owner's lifetime.
+template <class M>
+class Replaceable {
+ public:
+  M& operator*() const { return static_cast<M&>(**holder_); }
+  M* operator->() const { return &**this; }
+
+ private:
+  friend class Module;
+  explicit Replaceable(const std::unique_ptr<Module>* holder) : holder_(holder) {}
+  const std::unique_ptr<Module>* holder_;
+};
 
 class Module {
  public:
@@ -50,6 +68,17 @@ class Module {
   Tensor& register_buffer(std::string name, Tensor value);
   template <class M>
   M& register_module(std::string name, std::unique_ptr<M> module);
+  // register_module for a child that may later be replaced by another M (replace_module).
+  template <class M>
+  Replaceable<M> register_replaceable(std::string name, std::unique_ptr<M> module);
+
+  // Puts `module` in place of the descendant at the dotted `path` ("blocks.0.attn.w_q"), at the
+  // same place in the registration order, with this tree's training mode, and returns the
+  // module it replaces. The descendant must have been registered with register_replaceable<M>
+  // and `module` must be an M; std::invalid_argument naming the path and the types otherwise.
+  std::unique_ptr<Module> replace_module(const std::string& path, std::unique_ptr<Module> module);
+  // Whether replace_module(path, <a module like candidate>) would be accepted.
+  bool is_replaceable(const std::string& path, const Module& candidate);
 
   // Own entries first, then each child's, in registration order (PyTorch's order).
   NamedVariables named_parameters() const;
@@ -57,6 +86,9 @@ class Module {
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
   // Direct children only.
   std::vector<std::pair<std::string, const Module*>> named_children() const;
+  // Every descendant (not this module) by dotted path, parents before their children, in
+  // registration order: "blocks", "blocks.0", "blocks.0.attn", "blocks.0.attn.w_q", ...
+  std::vector<std::pair<std::string, Module*>> named_modules();
 
   // Parameters and buffers by dotted name. The tensors share storage with the module (no
   // copy): save or clone them before the module changes if a snapshot is needed.
@@ -97,9 +129,16 @@ class Module {
   struct Child {
     std::string name;
     std::unique_ptr<Module> module;
+    // Set by register_replaceable: whether a module may take this child's place, and the
+    // type it must have (for messages).
+    std::function<bool(const Module&)> accepts{};
+    std::string slot_type{};
   };
   void check_new_name(const std::string& name, const char* kind) const;
-  void add_child(std::string name, std::unique_ptr<Module> module);
+  Child& add_child(std::string name, std::unique_ptr<Module> module);
+  // The descendant at a dotted path with the module that owns it; null (and `why` says so)
+  // when there is none.
+  std::pair<Module*, Child*> find_child(const std::string& path, std::string& why);
   // Records this module's dotted path ("blocks.0.") below and renames the parameters to
   // their full paths, so gradcheck reports and errors show "blocks.0.attn.w_q.weight".
   void set_path(const std::string& path);
@@ -135,6 +174,15 @@ M& Module::register_module(std::string name, std::unique_ptr<M> module) {
   M* handle = module.get();
   add_child(std::move(name), std::move(module));  // throws (naming it) for a null module
   return *handle;
+}
+
+template <class M>
+Replaceable<M> Module::register_replaceable(std::string name, std::unique_ptr<M> module) {
+  static_assert(std::is_base_of_v<Module, M>, "register_replaceable: M must derive from ag::Module");
+  Child& child = add_child(std::move(name), std::move(module));  // throws for a null module
+  child.accepts = [](const Module& m) { return dynamic_cast<const M*>(&m) != nullptr; };
+  child.slot_type = child.module->name();
+  return Replaceable<M>(&child.module);
 }
 
 }  // namespace ag

@@ -9,6 +9,8 @@
 #include "attograd/core/rng.h"
 #include "attograd/core/skip_init.h"
 #include "attograd/models/generate.h"
+#include "attograd/train/eval_text.h"
+#include "attograd/train/finetune.h"
 #include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/json_text.h"
@@ -68,6 +70,7 @@ void validate(const GPTJobOptions& o) {
   }
   int_in("eval_windows", o.eval_windows, 1, int64_t{1} << 20);
   int_in("sample_tokens", o.sample_tokens, 0, int64_t{1} << 20);
+  int_in("eval_stride", o.eval_stride, 0, GPTLimits::block_size);
 }
 
 GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options,
@@ -87,6 +90,10 @@ GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& toke
   data_ = split_tokens(tokens, options_.train_fraction);
   check_long_enough("training part of the", data_.train.size(), m.block_size);
   check_long_enough("validation part of the", data_.val.size(), m.block_size);
+  if (options_.eval_stride > m.block_size) {
+    throw std::invalid_argument("GPTJob: eval_stride " + std::to_string(options_.eval_stride) +
+                                " is longer than the window, block_size " + std::to_string(m.block_size));
+  }
   data_json_ = data_json(options_, tokens, corpus);
   eval_ = eval_batches(data_.val, {.batch = options_.batch, .block_size = m.block_size}, options_.eval_windows);
   try {
@@ -164,6 +171,19 @@ Evaluation GPTJob::evaluate(const Ranks& ranks) {
   line.setf(std::ios::fixed);
   line.precision(4);
   line << "validation loss " << e.loss << " (" << e.bits_per_byte << " bits per byte)";
+  if (options_.eval_stride > 0) {
+    const TextScore s = sliding_window_perplexity(
+        model_, data_.val, token_bytes_, {.window = 0, .stride = options_.eval_stride, .batch = options_.batch}, ranks);
+    e.sliding_loss = s.nats_per_token();
+    e.sliding_bits_per_byte = s.bits_per_byte();
+    // A line of its own, shown on and off a terminal (the progress line has room for one loss).
+    std::ostringstream sliding;
+    sliding.setf(std::ios::fixed);
+    sliding.precision(4);
+    sliding << "    sliding windows, stride " << options_.eval_stride << ": " << e.sliding_loss << " nats per token = "
+            << e.sliding_bits_per_byte << " bpb, perplexity " << s.perplexity();
+    e.details.push_back(sliding.str());
+  }
   e.summary = line.str();
   // Over several processes only rank 0 shows a sample.
   const std::string text = ranks.rank() == 0 ? sample() : std::string();
@@ -188,7 +208,10 @@ std::string GPTJob::sample() {
 }
 
 std::map<std::string, std::string> GPTJob::metadata() const {
-  return {{"model", gpt_options_to_json(model_.options())}, {"tokenizer", tokenizer_.to_json()}, {"data", data_json_}};
+  std::map<std::string, std::string> m{
+      {"model", gpt_options_to_json(model_.options())}, {"tokenizer", tokenizer_.to_json()}, {"data", data_json_}};
+  if (!options_.finetune.empty()) m["finetune"] = options_.finetune;
+  return m;
 }
 
 GPTJobOptions gpt_job_options_from(const Checkpoint& ck, const GPTJobOptions& base) {
@@ -228,8 +251,9 @@ LoadedGPT load_gpt_checkpoint(const Checkpoint& ck) {
     SkipInitGuard no_init;
     out.model = std::make_unique<GPT>(options);
   }
+  restore_finetune(ck, *out.model);
   // The tied head reads embed.weight, the one tensor the file holds for both uses.
-  ck.load(out.model->named_parameters());
+  ck.load(holds_trainable_only(ck) ? trainable_parameters(*out.model) : out.model->named_parameters());
   out.model->eval();
   out.tokenizer = gpt_tokenizer_from(ck);
   return out;

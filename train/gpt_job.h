@@ -46,6 +46,12 @@ struct GPTJobOptions {
   int64_t eval_windows = 64;       // validation windows per evaluation (at most; whole batches)
   int64_t sample_tokens = 100;     // generated at every evaluation; 0 generates none
   std::string sample_prompt = "\n";  // the text the sample continues
+  // When above 0, every evaluation also scores the whole validation split with sliding windows
+  // of block_size tokens at this stride (train/eval_text.h); at most block_size.
+  int64_t eval_stride = 0;
+  // The "finetune" entry of a fine-tuning run (train/finetune.h: prepare_finetune), recorded in
+  // the metadata and required to match on resume; empty for a run from scratch (no entry).
+  std::string finetune{};
 };
 
 // Throws std::invalid_argument naming the first bad option and its value.
@@ -113,7 +119,8 @@ GPTJobOptions gpt_job_options_from(const Checkpoint& checkpoint, const GPTJobOpt
 bool gpt_data_names_corpus(const Checkpoint& checkpoint);
 
 // A trained model for generation: built from the checkpoint's options with its parameters
-// loaded (the optimizer state is ignored), in eval mode. std::runtime_error naming the file
+// loaded (the optimizer state is ignored), in eval mode. A fine-tuning run's checkpoint comes
+// back with its adapters (and, when it holds only them, its base read again: restore_finetune). std::runtime_error naming the file
 // when it is not a GPT checkpoint or an entry is missing or invalid.
 struct LoadedGPT {
   std::unique_ptr<GPT> model;

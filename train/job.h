@@ -42,6 +42,10 @@ struct Evaluation {
   double bits_per_byte = kNone;
   double token_acc = kNone;  // in [0, 1]
   double seq_acc = kNone;    // in [0, 1]: what the run's target accuracy is compared with
+  // The sliding-window perplexity of the held-out text (train/eval_text.h), when asked for:
+  // mean nats per scored token and bits per byte.
+  double sliding_loss = kNone;
+  double sliding_bits_per_byte = kNone;
   std::string summary;       // one line for the person watching, e.g. "held-out loss 0.1234, ..."
   std::vector<std::string> details;  // lines shown below it, e.g. a generated sample
 };
@@ -56,9 +60,11 @@ class Ranks {
  public:
   Ranks() = default;
   explicit Ranks(DataParallel* data_parallel) : data_parallel_(data_parallel) {}
+  // The processes of `communicator` outside a training run (an evaluation program).
+  explicit Ranks(Communicator* communicator) : communicator_(communicator) {}
 
-  int rank() const { return data_parallel_ ? data_parallel_->rank() : 0; }
-  int size() const { return data_parallel_ ? data_parallel_->size() : 1; }
+  int rank() const { return data_parallel_ ? data_parallel_->rank() : communicator_ ? communicator_->rank() : 0; }
+  int size() const { return data_parallel_ ? data_parallel_->size() : communicator_ ? communicator_->size() : 1; }
   // This rank's contiguous part of `rows` rows: [rows * r / N, rows * (r + 1) / N).
   Shard part(int64_t rows) const;
   // Sums `values` elementwise over the ranks (every rank gets the sums); alone, leaves them.
@@ -66,6 +72,7 @@ class Ranks {
 
  private:
   DataParallel* data_parallel_ = nullptr;
+  Communicator* communicator_ = nullptr;
 };
 
 class TrainingJob {

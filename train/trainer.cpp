@@ -71,7 +71,13 @@ Shard Ranks::part(int64_t rows) const {
 }
 
 void Ranks::sum(std::vector<double>& values) const {
-  if (data_parallel_ != nullptr) data_parallel_->sum(values);
+  if (data_parallel_ != nullptr) {
+    data_parallel_->sum(values);
+  } else if (communicator_ != nullptr && communicator_->size() > 1 && !values.empty()) {
+    Tensor t = from_vector(values, Shape{static_cast<int64_t>(values.size())}, DType::f64);
+    communicator_->all_reduce_sum(t);
+    values = t.to_vector();
+  }
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const NamedVariables& params, const TrainerOptions& o) {
@@ -126,10 +132,17 @@ Trainer::Trainer(TrainingJob& job, const TrainerOptions& options, TrainerOutputs
       outputs_(std::move(outputs)),
       params_(job.model().named_parameters()),
       schedule_(checked_schedule_options(options)) {
+  for (const auto& [name, p] : params_) {
+    if (p.requires_grad()) trainable_.emplace_back(name, p);
+  }
+  if (trainable_.empty()) {
+    throw std::invalid_argument("Trainer (" + job.kind() + "): every one of the model's " +
+                                std::to_string(params_.size()) + " parameters is frozen; nothing would train");
+  }
   if (!outputs_.plot_path.empty() && outputs_.log_path.empty()) {
     throw std::logic_error("Trainer: plot_path '" + outputs_.plot_path + "' needs a log_path (the plot draws the log's rows)");
   }
-  optimizer_ = make_optimizer(params_, options_);
+  optimizer_ = make_optimizer(trainable_, options_);
   guard_ = {.trainer = "Trainer (" + job_.kind() + ")", .peak_lr = options_.lr, .clip_norm = options_.clip_norm,
             .warmup_steps = options_.warmup_steps, .vocab = job_.vocab(), .checkpoint_path = outputs_.checkpoint_path};
   set_num_threads(options_.threads);
@@ -159,7 +172,8 @@ RunIdentity Trainer::identity() const {
   id.emplace_back("the batch rows", std::to_string(job_.batch_rows()));
   id.emplace_back("the step the run starts from", std::to_string(step_));
   for (const auto& [name, p] : params_) {
-    id.emplace_back("tensor " + name, std::string(dtype_name(p.dtype())) + " " + p.shape().str());
+    id.emplace_back("tensor " + name,
+                    std::string(dtype_name(p.dtype())) + " " + p.shape().str() + (p.requires_grad() ? "" : " frozen"));
   }
   return id;
 }
@@ -173,7 +187,7 @@ void Trainer::join_ranks() {
   shard_ = shard_of(job_.batch_rows(), comm->rank(), comm->size(),
                     resumed_ ? "the checkpoint's batch (a resumed run keeps it)" : "--batch", !resumed_);
   check_micro_batches(job_.batch_rows(), comm->size(), options_.grad_accum);
-  data_parallel_ = std::make_unique<DataParallel>(params_, *comm);
+  data_parallel_ = std::make_unique<DataParallel>(trainable_, *comm);
   data_parallel_->broadcast_parameters();
 }
 
@@ -211,7 +225,7 @@ StepResult Trainer::train_step() {
   // The last one goes through the checked update, whose backward averages over processes.
   const StepLoss s = job_.loss(static_cast<uint64_t>(step_), {.begin = shard_.begin + (k - 1) * rows, .rows = rows});
   last_tokens_ = s.tokens;
-  const StepResult r = checked_update(k == 1 ? s.loss : s.loss * share, params_, *optimizer_, schedule_.at(step_),
+  const StepResult r = checked_update(k == 1 ? s.loss : s.loss * share, trainable_, *optimizer_, schedule_.at(step_),
                                       guard_, update, data_parallel_.get(), earlier);
   step_ = update;
   return r;
@@ -260,6 +274,9 @@ TrainSummary Trainer::run() {
     row.eval_bits_per_byte = summary.eval.bits_per_byte;
     row.token_acc = summary.eval.token_acc;
     row.seq_acc = summary.eval.seq_acc;
+    row.sliding_nats_per_token = summary.eval.sliding_loss;
+    row.sliding_perplexity = std::exp(summary.eval.sliding_loss);
+    row.sliding_bits_per_byte = summary.eval.sliding_bits_per_byte;
     if (last != nullptr) {
       row.lr = last->lr;
       row.grad_norm = last->grad_norm;
@@ -344,11 +361,13 @@ std::map<std::string, std::string> Trainer::metadata() const {
   m["model_kind"] = job_.kind();
   m["trainer"] = trainer_options_to_json(options_);
   m["loop"] = loop_state_to_json(loop);
+  if (outputs_.save_trainable_only) m["saved_parameters"] = "trainable";
   return m;
 }
 
 void Trainer::save_checkpoint(const std::string& path) const {
-  ::ag::save_checkpoint(path, params_, *optimizer_, metadata(), default_generator().state(), static_cast<uint64_t>(step_));
+  ::ag::save_checkpoint(path, outputs_.save_trainable_only ? trainable_ : params_, *optimizer_, metadata(),
+                        default_generator().state(), static_cast<uint64_t>(step_));
 }
 
 void Trainer::resume(const Checkpoint& ck) {
@@ -373,7 +392,8 @@ void Trainer::resume(const Checkpoint& ck) {
   require_same("trainer configuration", trainer_options_to_json(file_options), trainer_options_to_json(options_));
   const LoopState loop = checked_loop_state(ck, options_);  // the loop entry, parsed and checked once
 
-  ck.load(params_, *optimizer_);
+  const bool trainable_only = ck.has_entry("saved_parameters") && ck.entry("saved_parameters") == "trainable";
+  ck.load(trainable_only ? trainable_ : params_, *optimizer_);
   default_generator().set_state(ck.info().rng_state);
   step_ = loop.step;
   window_loss_sum_ = loop.window_loss_sum;

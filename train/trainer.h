@@ -38,6 +38,13 @@
 // trajectory) and "loop" (the metrics window, the clock, the starting loss). resume() restores
 // all of it, so that on the same thread count the updates after a resume are bit for bit those
 // of the uninterrupted run.
+//
+// Frozen parameters (requires_grad false: a fine-tuning run's base, train/finetune.h) are saved
+// and compared like the others but never reach the optimizer, the gradient average or clipping:
+// they get no gradient and no optimizer state. With TrainerOutputs::save_trainable_only a
+// checkpoint holds only the parameters that train (and the metadata "saved_parameters":
+// "trainable"); resuming from it restores those and leaves the frozen ones as the program
+// loaded them.
 #pragma once
 
 #include <atomic>
@@ -155,6 +162,7 @@ struct TrainerOutputs {
   std::ostream* progress = nullptr;  // progress line and evaluation lines; null is silent
   bool interactive = false;          // redraw the progress line in place (stdout_is_terminal())
   std::string checkpoint_path{};     // saved at every evaluation and when the run stops
+  bool save_trainable_only = false;  // the checkpoint leaves out the frozen parameters
   std::string log_path{};            // metrics, one JSON line per evaluation
   std::string plot_path{};           // SVG of the metrics, rewritten at every evaluation
   std::string plot_title = "training run";
@@ -227,7 +235,8 @@ class Trainer {
   TrainingJob& job_;
   TrainerOptions options_;
   TrainerOutputs outputs_;
-  NamedVariables params_;
+  NamedVariables params_;     // every parameter, frozen or not: what a checkpoint holds
+  NamedVariables trainable_;  // those that require grad: what the optimizer updates
   LrSchedule schedule_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<DataParallel> data_parallel_;  // over several processes only

@@ -43,6 +43,17 @@ check "train_gpt --init-from the llm.c export" \
 grep -q "llm.c weights from model.bin" out.txt || fail "the llm.c import is not reported"
 rm -rf runs
 
+# LoRA on GPT-2's weights: the adapter-only checkpoint records the Hugging Face base, and
+# generate rebuilds the model from that file plus the adapters.
+check "train_gpt --init-from a Hugging Face file with LoRA" \
+  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/hf_byte_f32.safetensors" \
+  --lora-rank 4 --save-adapter-only --save adapter.safetensors
+grep -q "Hugging Face weights from" out.txt || fail "the LoRA run does not report its base's layout"
+[ "$(stat -c %s adapter.safetensors)" -lt "$(stat -c %s ck.safetensors)" ] || fail "the adapter is not smaller than the whole model"
+check "generate reads the adapter on its Hugging Face base" \
+  "$build/examples/generate" --checkpoint adapter.safetensors --prompt "a" --tokens 5
+rm -rf runs
+
 refused "an llm.c file of another vocabulary" "llmc_f32.bin" \
   "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/llmc_f32.bin"
 refused "a Hugging Face file of other layers" "h.0.attn.c_attn.weight" \

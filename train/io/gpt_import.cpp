@@ -422,19 +422,45 @@ const char* gpt_weights_layout_name(GPTWeightsLayout layout) {
   return "unknown";
 }
 
-GPTWeightsLayout read_gpt_weights(GPT& model, const std::string& path) {
-  const FileReader file(path);
+namespace {
+
+// What the first bytes say: llm.c's magic, or a safetensors header; std::runtime_error otherwise.
+bool is_llmc(const FileReader& file) {
+  const std::string& path = file.path();
   char head[9] = {};
   file.read(0, head, static_cast<size_t>(std::min<uint64_t>(file.size(), 9)));
   int32_t magic = 0;
   std::memcpy(&magic, head, 4);
-  if (file.size() >= 4 && magic == kLlmcMagic) return read_llmc(model, file);
+  if (file.size() >= 4 && magic == kLlmcMagic) return true;
   uint64_t header_len = 0;
   std::memcpy(&header_len, head, 8);
   if (file.size() < 9 || header_len > file.size() - 8 || head[8] != '{') {
     fail(path, "is neither a safetensors file (8 bytes of header length, then a JSON header) nor an llm.c model "
                "(its first int32 is " + std::to_string(magic) + ", llm.c's magic is " + std::to_string(kLlmcMagic) + ")");
   }
+  return false;
+}
+
+}  // namespace
+
+GPTWeightsLayout gpt_weights_layout(const std::string& path) {
+  const FileReader file(path);
+  if (is_llmc(file)) return GPTWeightsLayout::llmc;
+  const SafetensorsIndex index = index_safetensors(file);
+  if (index.find("embed.weight") != nullptr) return GPTWeightsLayout::attograd;
+  for (const std::string& prefix : {std::string(), kPrefix}) {
+    if (const SafetensorsTensorInfo* t = index.find(prefix + "h.0.attn.c_attn.weight")) {
+      return t->shape.rank() == 2 && t->shape[0] < t->shape[1] ? GPTWeightsLayout::hugging_face
+                                                               : GPTWeightsLayout::nanogpt;
+    }
+  }
+  fail(path, "holds none of GPT-2's tensors (no 'wte.weight' nor 'transformer.wte.weight', nor attograd's "
+             "'embed.weight'); its tensors begin " + first_names(index) + ": another architecture?");
+}
+
+GPTWeightsLayout read_gpt_weights(GPT& model, const std::string& path) {
+  const FileReader file(path);
+  if (is_llmc(file)) return read_llmc(model, file);
   return read_safetensors_weights(model, file);
 }
 

@@ -68,6 +68,9 @@ inline constexpr int kLlmcHeaderInts = 256;
 // Reads the weights of the file at `path` into `model` (its dtype kept), as described above, and
 // says which layout it found.
 GPTWeightsLayout read_gpt_weights(GPT& model, const std::string& path);
+// The layout of the file at `path`, from its header alone (no weights are read);
+// std::runtime_error naming the file when it holds none of them.
+GPTWeightsLayout gpt_weights_layout(const std::string& path);
 
 enum class GPTExportFormat { hugging_face, llmc };
 // "hf" or "llmc"; std::invalid_argument listing the choices otherwise.

@@ -26,6 +26,12 @@ constexpr Field kFields[] = {
     {"lr", &MetricsRow::lr},                 {"grad_norm", &MetricsRow::grad_norm},
     {"tokens_per_s", &MetricsRow::tokens_per_s}, {"elapsed_s", &MetricsRow::elapsed_s},
 };
+// Written only when measured (runs that do not ask for them keep their lines as they were).
+constexpr Field kOptionalFields[] = {
+    {"sliding_nats_per_token", &MetricsRow::sliding_nats_per_token},
+    {"sliding_perplexity", &MetricsRow::sliding_perplexity},
+    {"sliding_bits_per_byte", &MetricsRow::sliding_bits_per_byte},
+};
 
 bool file_exists(const std::string& path) {
   struct stat st {};
@@ -46,6 +52,9 @@ std::FILE* open_or_throw(const std::string& path, const char* mode) {
 std::string metrics_row_json(const MetricsRow& row) {
   OrderedJson j = {{"step", row.step}};
   for (const Field& f : kFields) j[f.key] = row.*f.member;  // NaN is written as null
+  for (const Field& f : kOptionalFields) {
+    if (!std::isnan(row.*f.member)) j[f.key] = row.*f.member;
+  }
   return j.dump();
 }
 
@@ -62,6 +71,10 @@ MetricsRow parse_metrics_row(const std::string& line) {
   if (!step_value) throw std::invalid_argument("a row needs an integer \"step\"");
   MetricsRow row;
   row.step = *step_value;
+  for (const Field& f : kOptionalFields) {
+    const auto v = j.find(f.key);
+    if (v != j.end() && v->is_number()) row.*f.member = v->get<double>();
+  }
   for (const Field& f : kFields) {
     const auto v = j.find(f.key);
     if (v == j.end() || v->is_null()) continue;  // missing: stays NaN

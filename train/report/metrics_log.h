@@ -5,7 +5,7 @@
 //    "seq_acc":0.05,"lr":0.003,"grad_norm":1.9,"tokens_per_s":51234.5,"elapsed_s":3.1}
 //
 // A value not measured at that row is NaN in MetricsRow and null in the file (JSON has no NaN;
-// a diverged loss shows up as null too). Any JSON-lines reader loads the file, e.g.
+// a diverged loss shows up as null too); the sliding-window fields are left out instead. Any JSON-lines reader loads the file, e.g.
 // pandas.read_json(path, lines=True).
 #pragma once
 
@@ -31,6 +31,11 @@ struct MetricsRow {
   double grad_norm = kMissing;    // before clipping
   double tokens_per_s = kMissing;
   double elapsed_s = kMissing;    // wall time since the run started (resumes included)
+  // The sliding-window perplexity of the validation text (train/eval_text.h), when the run asks
+  // for it; unlike the fields above, written only when measured.
+  double sliding_nats_per_token = kMissing;
+  double sliding_perplexity = kMissing;
+  double sliding_bits_per_byte = kMissing;
 };
 
 // One row as a single line of JSON (no newline).

@@ -1,0 +1,99 @@
+// evaluate: the sliding-window perplexity of a trained GPT over a text (train/eval_text.h): mean
+// nats per token, perplexity and bits per byte, each token scored once with up to a window of
+// context.
+//
+//   build/examples/evaluate --checkpoint runs/train_gpt/fortunes/latest/ckpt.safetensors --data fortunes --stride 32
+//   mpirun -np 2 build/examples/evaluate --checkpoint ckpt.safetensors --data my.txt --stride 512   # windows split
+//
+// The text is read as train_gpt reads it (files joined in order, or a corpus name) and encoded
+// with the checkpoint's tokenizer. A fine-tuning checkpoint comes with its adapters (and its
+// base, when it holds only the adapter). Exit codes: 0 done, 1 error (a file), 2 bad command line.
+#include <iomanip>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "attograd/core/threads.h"
+#include "attograd/train/data/text.h"
+#include "attograd/train/dist/communicator.h"
+#include "attograd/train/eval_text.h"
+#include "attograd/train/gpt_job.h"
+#include "threads_flag.h"
+#include "tool_main.h"
+
+namespace {
+
+using namespace ag;
+
+struct Args {
+  std::string checkpoint;
+  std::vector<std::string> data;
+  int64_t stride = 0;
+  int64_t block_size = 0;  // 0: the model's
+  int64_t batch = 8;
+  std::string threads = "auto";
+};
+
+int run(const Args& a) {
+  Communicator& comm = Communicator::world();
+  if (!comm.is_root()) std::cout.rdbuf(nullptr);  // rank 0 alone prints
+  set_num_threads(parse_threads(a.threads));
+  LoadedGPT loaded = load_gpt_checkpoint(a.checkpoint);
+  const GPTOptions& m = loaded.model->options();
+  const int64_t window = a.block_size == 0 ? m.block_size : a.block_size;
+  if (window > m.block_size) {
+    throw ToolUsage("--block-size " + std::to_string(window) + " is longer than the model's context, " +
+                    std::to_string(m.block_size) + " tokens");
+  }
+  if (a.stride > window) {
+    throw ToolUsage("--stride " + std::to_string(a.stride) + " is longer than the window of " + std::to_string(window) +
+                    " tokens: the tokens between two windows would not be scored");
+  }
+  const Corpus corpus = read_corpus_sources(a.data);
+  const std::vector<int64_t> tokens = loaded.tokenizer.encode(corpus.text);
+  if (tokens.size() < 2) {
+    throw ToolUsage("--data: the text is " + std::to_string(tokens.size()) +
+                    " token(s) long; scoring needs at least 2 (one to predict from, one to predict)");
+  }
+  const TextScore s = sliding_window_perplexity(*loaded.model, tokens, loaded.tokenizer.token_bytes(),
+                                                {.window = window, .stride = a.stride, .batch = a.batch}, Ranks(&comm));
+  std::string names;
+  for (const std::string& d : a.data) names += (names.empty() ? "" : " + ") + d;
+  std::cout << "model      " << a.checkpoint << " (step " << loaded.step << "), GPT " << m.n_layers << " layers, d_model "
+            << m.d_model << ", context " << m.block_size << "\n"
+            << "text       " << names << ": " << corpus.text.size() << " bytes, " << tokens.size() << " tokens ("
+            << loaded.tokenizer.kind_name() << " tokenizer)\n"
+            << "windows    " << s.windows << " of up to " << window << " tokens, stride " << a.stride << ", over "
+            << comm.size() << (comm.size() == 1 ? " process" : " processes") << "\n"
+            << "scored     " << s.tokens << " tokens, " << s.bytes << " bytes, " << std::setprecision(12) << s.nats
+            << " nats\n"
+            << std::fixed << std::setprecision(6) << "nats/token " << s.nats_per_token() << "\n"
+            << "perplexity " << s.perplexity() << "\n"
+            << "bits/byte  " << s.bits_per_byte() << "\n";
+  std::cout.flush();
+  if (!std::cout && comm.is_root()) throw std::runtime_error("cannot write to standard output");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  CLI::App app{"Sliding-window perplexity of a GPT checkpoint over a text: nats per token, perplexity, bits per byte.",
+               tool_name(argc, argv, "evaluate")};
+  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")->required();
+  app.add_option("--data", args.data,
+                 "the text: one or more files, joined in order, or a corpus name (fortunes, bible)")
+      ->required()
+      ->expected(1, CLI::detail::expected_max_vector_size);
+  app.add_option("--stride", args.stride, "a window starts every N tokens; each scores the tokens the last one did not")
+      ->required()
+      ->check(CLI::Range(int64_t{1}, int64_t{GPTLimits::block_size}));
+  app.add_option("--block-size", args.block_size, "tokens per window (default: the model's context)")
+      ->check(CLI::Range(int64_t{2}, int64_t{GPTLimits::block_size}));
+  app.add_option("--batch", args.batch, "windows per forward pass")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  add_threads_flag(app, args.threads, "threads for the forward passes");
+  return tool_main(app, argc, argv, [&] { return run(args); });
+}
