@@ -1,6 +1,7 @@
 // Import of GPT weights (train/io/gpt_weights.h): each parameter of the model is given a Source,
 // where its values lie in the file and how, every Source is checked against the file, and only
-// then is anything read.
+// then is anything read (gpt_import_sources.cpp). This file: the layouts kept in safetensors
+// files, and telling the layouts apart; llm.c's is gpt_import_llmc.cpp.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -13,227 +14,16 @@
 #include "attograd/core/parallel.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/crc32c.h"
-#include "attograd/train/io/gpt_weights.h"
+#include "attograd/train/io/gpt_import_internal.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
 
 namespace ag {
 
+using gpt_import::fail;
+using gpt_import::Source;
+
 namespace {
-
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw std::runtime_error("GPT weights '" + path + "': " + what);
-}
-
-// Where one parameter's values are in the file. A parameter is either a run of `count`
-// consecutive stored elements from element `first` (every (out, in) layout, a third of a fused
-// q/k/v, one layer of llm.c's stacked tensors), or, for Hugging Face's Conv1D weights stored
-// (in, N), the transpose of columns [first, first + out). A parameter larger than the run (a
-// padded table) has its other elements zeroed.
-struct Source {
-  std::string param;  // the model's name for it
-  std::string name;   // the file's name for the stored tensor
-  uint64_t offset = 0;  // of the stored tensor's first byte in the file
-  Shape stored;
-  SafetensorsDType dtype = SafetensorsDType::F32;
-  bool columns = false;
-  int64_t first = 0, count = 0;
-  std::optional<uint32_t> crc;  // of the whole stored tensor, when the file keeps one
-};
-
-size_t bytes_of(SafetensorsDType d) { return d == SafetensorsDType::F32 ? 4 : 8; }
-
-// n values of type From at `in` into To at `out`.
-template <typename From, typename To>
-void convert(const void* in, To* out, int64_t n) {
-  const From* src = static_cast<const From*>(in);
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(src[i]);
-}
-
-template <typename To>
-void convert_any(SafetensorsDType from, const void* in, To* out, int64_t n) {
-  if (from == SafetensorsDType::F32) convert<float>(in, out, n);
-  else convert<double>(in, out, n);
-}
-
-// dst (out, in) = columns [first, first + out) of src (in, n), transposed, in tiles of 32 x 32:
-// each tile is read as 32 runs of 32 consecutive source values and written as 32 runs of 32
-// consecutive destination values, so both sides stream; the tile rows are split over the pool.
-template <typename From, typename To>
-void transpose_columns(const From* src, int64_t in, int64_t n, int64_t first, To* dst, int64_t out) {
-  constexpr int64_t kTile = 32;
-  const int64_t tiles = (out + kTile - 1) / kTile;
-  parallel_for(tiles, parallel_chunks(tiles, 4.0 * static_cast<double>(out) * static_cast<double>(in)),
-               [&](int64_t begin, int64_t end) {
-                 To tile[kTile][kTile];
-                 for (int64_t t = begin; t < end; ++t) {
-                   const int64_t o0 = t * kTile, os = std::min(kTile, out - o0);
-                   for (int64_t i0 = 0; i0 < in; i0 += kTile) {
-                     const int64_t is = std::min(kTile, in - i0);
-                     for (int64_t i = 0; i < is; ++i) {
-                       const From* row = src + (i0 + i) * n + first + o0;
-                       for (int64_t o = 0; o < os; ++o) tile[o][i] = static_cast<To>(row[o]);
-                     }
-                     for (int64_t o = 0; o < os; ++o) std::memcpy(dst + (o0 + o) * in + i0, tile[o], static_cast<size_t>(is) * sizeof(To));
-                   }
-                 }
-               });
-}
-
-// Reads every source into its parameter. `scratch` holds a stored tensor that is transposed or
-// converted; the Conv1D c_attn weight serves three parameters and is read once.
-void read_sources(const FileReader& file, const std::vector<Source>& sources, std::map<std::string, Variable>& params) {
-  std::vector<char> scratch;
-  std::string in_scratch;  // the stored tensor scratch holds whole, if any
-  for (const Source& s : sources) {
-    Variable p = params.at(s.param);
-    Tensor& value = p.mutable_value();
-    const size_t elem = bytes_of(s.dtype);
-    const bool same_type = (s.dtype == SafetensorsDType::F32) == (value.dtype() == DType::f32);
-    if (s.columns) {
-      if (in_scratch != s.name) {
-        scratch.resize(static_cast<size_t>(s.stored.numel()) * elem);
-        file.read(s.offset, scratch.data(), scratch.size());
-        in_scratch = s.name;
-      }
-      const int64_t in = s.stored[0], n = s.stored[1], out = value.shape()[0];
-      dispatch(value.dtype(), [&]<typename T>(T) {
-        if (s.dtype == SafetensorsDType::F32) {
-          transpose_columns(reinterpret_cast<const float*>(scratch.data()), in, n, s.first, value.data<T>(), out);
-        } else {
-          transpose_columns(reinterpret_cast<const double*>(scratch.data()), in, n, s.first, value.data<T>(), out);
-        }
-      });
-      continue;
-    }
-    const uint64_t at = s.offset + static_cast<uint64_t>(s.first) * elem;
-    const size_t bytes = static_cast<size_t>(s.count) * elem;
-    const void* read_to = nullptr;
-    if (same_type) {
-      file.read(at, value.raw_data(), bytes);
-      read_to = value.raw_data();
-    } else {
-      scratch.resize(bytes);
-      in_scratch.clear();
-      file.read(at, scratch.data(), bytes);
-      read_to = scratch.data();
-      dispatch(value.dtype(), [&]<typename T>(T) { convert_any(s.dtype, scratch.data(), value.data<T>(), s.count); });
-    }
-    if (s.crc && crc32c(read_to, bytes) != *s.crc) {
-      fail(file.path(), "tensor '" + s.name + "' fails its CRC-32C check: its bytes were changed after it was written");
-    }
-    const int64_t rest = value.numel() - s.count;
-    if (rest > 0) std::memset(static_cast<char*>(value.raw_data()) + s.count * dtype_size(value.dtype()), 0,
-                              static_cast<size_t>(rest) * dtype_size(value.dtype()));
-  }
-}
-
-std::map<std::string, Variable> params_by_name(const GPT& model) {
-  std::map<std::string, Variable> out;
-  for (const auto& [name, p] : model.named_parameters()) out.emplace(name, p);
-  return out;
-}
-
-// ---- llm.c ----
-
-// The stored tensors of an llm.c file in their order, with their element counts.
-struct LlmcTensor {
-  const char* name;
-  int64_t numel;
-};
-
-GPTWeightsLayout read_llmc(GPT& model, const FileReader& file) {
-  const std::string& path = file.path();
-  const GPTOptions& o = model.options();
-  if (file.size() < kLlmcHeaderInts * 4) {
-    fail(path, "truncated llm.c header: the file has " + std::to_string(file.size()) + " bytes, fewer than the " +
-                   std::to_string(kLlmcHeaderInts * 4) + " of the header");
-  }
-  int32_t h[kLlmcHeaderInts];
-  file.read(0, h, sizeof h);
-  if (h[1] == kLlmcVersionBF16) {
-    fail(path, "llm.c version 5 (bfloat16 weights) is not read here; write the model as float32 (version 3, "
-               "llm.c's default for gpt2_124M.bin)");
-  }
-  if (h[1] != kLlmcVersionF32) {
-    fail(path, "unknown llm.c version " + std::to_string(h[1]) + " in the header (3 is float32, 5 bfloat16; "
-               "version 3 is read here)");
-  }
-  const int64_t max_t = h[2], vocab = h[3], layers = h[4], heads = h[5], C = h[6], padded = h[7];
-  const auto same = [&](const char* field, int64_t file_value, const char* option, int64_t model_value) {
-    if (file_value != model_value) {
-      fail(path, std::string("the header's ") + field + " is " + std::to_string(file_value) + ", the model's " + option +
-                     " " + std::to_string(model_value) + " (another architecture or size: choose the preset or flags "
-                     "that match the file)");
-    }
-  };
-  same("vocab_size", vocab, "vocab", o.vocab);
-  same("num_layers", layers, "n_layers", o.n_layers);
-  same("num_heads", heads, "n_head", o.n_head);
-  same("channels", C, "d_model", o.d_model);
-  if (max_t < o.block_size) {
-    fail(path, "the header's max_seq_len is " + std::to_string(max_t) + ", shorter than the model's block_size " +
-                   std::to_string(o.block_size) + " (a shorter context takes the first positions; a longer one has none to read)");
-  }
-  if (padded < vocab) {
-    fail(path, "the header's padded_vocab_size " + std::to_string(padded) + " is smaller than its vocab_size " +
-                   std::to_string(vocab));
-  }
-  if (!o.bias) fail(path, "llm.c's model has biases and this model has none (drop --no-bias)");
-  const int64_t L = layers;
-  const LlmcTensor order[] = {{"wte", padded * C},        {"wpe", max_t * C},        {"ln1w", L * C},
-                              {"ln1b", L * C},            {"qkvw", L * 3 * C * C},   {"qkvb", L * 3 * C},
-                              {"attprojw", L * C * C},    {"attprojb", L * C},       {"ln2w", L * C},
-                              {"ln2b", L * C},            {"fcw", L * 4 * C * C},    {"fcb", L * 4 * C},
-                              {"fcprojw", L * C * 4 * C}, {"fcprojb", L * C},        {"lnfw", C},
-                              {"lnfb", C}};
-  std::map<std::string, uint64_t> offset;
-  uint64_t at = kLlmcHeaderInts * 4;
-  for (const LlmcTensor& t : order) {
-    const uint64_t end = at + static_cast<uint64_t>(t.numel) * 4;
-    if (end > file.size()) {
-      fail(path, "truncated: tensor '" + std::string(t.name) + "' needs bytes [" + std::to_string(at) + ", " +
-                     std::to_string(end) + ") but the file has " + std::to_string(file.size()) + " bytes");
-    }
-    offset[t.name] = at;
-    at = end;
-  }
-  if (at != file.size()) {
-    fail(path, std::to_string(file.size() - at) + " bytes follow the last tensor (lnfb), which ends at byte " +
-                   std::to_string(at) + ": not the model its header describes");
-  }
-  std::vector<Source> sources;
-  const auto add = [&](const std::string& param, const char* name, int64_t first, int64_t count) {
-    Source s;
-    s.param = param, s.name = name, s.offset = offset.at(name), s.first = first, s.count = count;
-    sources.push_back(std::move(s));
-  };
-  add("embed.weight", "wte", 0, vocab * C);
-  add("pos.weight", "wpe", 0, o.block_size * C);  // a shorter context: the first positions
-  for (int64_t l = 0; l < L; ++l) {
-    const std::string b = "blocks." + std::to_string(l) + ".";
-    add(b + "norm1.weight", "ln1w", l * C, C);
-    add(b + "norm1.bias", "ln1b", l * C, C);
-    const char* parts[] = {"w_q", "w_k", "w_v"};
-    for (int64_t p = 0; p < 3; ++p) {
-      add(b + "attn." + parts[p] + ".weight", "qkvw", (l * 3 + p) * C * C, C * C);
-      add(b + "attn." + parts[p] + ".bias", "qkvb", (l * 3 + p) * C, C);
-    }
-    add(b + "attn.w_o.weight", "attprojw", l * C * C, C * C);
-    add(b + "attn.w_o.bias", "attprojb", l * C, C);
-    add(b + "norm2.weight", "ln2w", l * C, C);
-    add(b + "norm2.bias", "ln2b", l * C, C);
-    add(b + "ff.linear1.weight", "fcw", l * 4 * C * C, 4 * C * C);
-    add(b + "ff.linear1.bias", "fcb", l * 4 * C, 4 * C);
-    add(b + "ff.linear2.weight", "fcprojw", l * C * 4 * C, 4 * C * C);
-    add(b + "ff.linear2.bias", "fcprojb", l * C, C);
-  }
-  add("norm.weight", "lnfw", 0, C);
-  add("norm.bias", "lnfb", 0, C);
-  std::map<std::string, Variable> params = params_by_name(model);
-  read_sources(file, sources, params);
-  return GPTWeightsLayout::llmc;
-}
 
 // ---- safetensors: attograd, Hugging Face, nanoGPT ----
 
@@ -405,8 +195,8 @@ GPTWeightsLayout read_safetensors_weights(GPT& model, const FileReader& file) {
       }
     }
   }
-  std::map<std::string, Variable> params = params_by_name(model);
-  read_sources(file, sources, params);
+  std::map<std::string, Variable> params = gpt_import::params_by_name(model);
+  gpt_import::read_sources(file, sources, params);
   return layout;
 }
 
@@ -422,30 +212,9 @@ const char* gpt_weights_layout_name(GPTWeightsLayout layout) {
   return "unknown";
 }
 
-namespace {
-
-// What the first bytes say: llm.c's magic, or a safetensors header; std::runtime_error otherwise.
-bool is_llmc(const FileReader& file) {
-  const std::string& path = file.path();
-  char head[9] = {};
-  file.read(0, head, static_cast<size_t>(std::min<uint64_t>(file.size(), 9)));
-  int32_t magic = 0;
-  std::memcpy(&magic, head, 4);
-  if (file.size() >= 4 && magic == kLlmcMagic) return true;
-  uint64_t header_len = 0;
-  std::memcpy(&header_len, head, 8);
-  if (file.size() < 9 || header_len > file.size() - 8 || head[8] != '{') {
-    fail(path, "is neither a safetensors file (8 bytes of header length, then a JSON header) nor an llm.c model "
-               "(its first int32 is " + std::to_string(magic) + ", llm.c's magic is " + std::to_string(kLlmcMagic) + ")");
-  }
-  return false;
-}
-
-}  // namespace
-
 GPTWeightsLayout gpt_weights_layout(const std::string& path) {
   const FileReader file(path);
-  if (is_llmc(file)) return GPTWeightsLayout::llmc;
+  if (gpt_import::is_llmc(file)) return GPTWeightsLayout::llmc;
   const SafetensorsIndex index = index_safetensors(file);
   if (index.find("embed.weight") != nullptr) return GPTWeightsLayout::attograd;
   for (const std::string& prefix : {std::string(), kPrefix}) {
@@ -460,7 +229,7 @@ GPTWeightsLayout gpt_weights_layout(const std::string& path) {
 
 GPTWeightsLayout read_gpt_weights(GPT& model, const std::string& path) {
   const FileReader file(path);
-  if (is_llmc(file)) return read_llmc(model, file);
+  if (gpt_import::is_llmc(file)) return gpt_import::read_llmc(model, file);
   return read_safetensors_weights(model, file);
 }
 

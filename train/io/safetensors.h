@@ -42,6 +42,8 @@ namespace ag {
 
 enum class SafetensorsDType { F32, F64, I64 };
 const char* safetensors_dtype_name(SafetensorsDType dtype);  // "F32", "F64", "I64"
+// Bytes of one element: 4 for F32, 8 for F64 and I64.
+size_t safetensors_element_size(SafetensorsDType dtype);
 
 // One named tensor. Floating data lives in `tensor`, integer data in `indices`; the other is
 // left empty.

@@ -1,0 +1,114 @@
+// Reading GPT weights from where a layout says they lie (gpt_import_internal.h): straight into a
+// parameter when the stored dtype is the parameter's, else through a scratch buffer, converted
+// or (Hugging Face's Conv1D) transposed in tiles.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "attograd/core/parallel.h"
+#include "attograd/train/io/crc32c.h"
+#include "attograd/train/io/gpt_import_internal.h"
+
+namespace ag::gpt_import {
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error("GPT weights '" + path + "': " + what);
+}
+
+
+namespace {
+
+// n values of type From at `in` into To at `out`.
+template <typename From, typename To>
+void convert(const void* in, To* out, int64_t n) {
+  const From* src = static_cast<const From*>(in);
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(src[i]);
+}
+
+template <typename To>
+void convert_any(SafetensorsDType from, const void* in, To* out, int64_t n) {
+  if (from == SafetensorsDType::F32) convert<float>(in, out, n);
+  else convert<double>(in, out, n);
+}
+
+// dst (out, in) = columns [first, first + out) of src (in, n), transposed, in tiles of 32 x 32:
+// each tile is read as 32 runs of 32 consecutive source values and written as 32 runs of 32
+// consecutive destination values, so both sides stream; the tile rows are split over the pool.
+template <typename From, typename To>
+void transpose_columns(const From* src, int64_t in, int64_t n, int64_t first, To* dst, int64_t out) {
+  constexpr int64_t kTile = 32;
+  const int64_t tiles = (out + kTile - 1) / kTile;
+  parallel_for(tiles, parallel_chunks(tiles, 4.0 * static_cast<double>(out) * static_cast<double>(in)),
+               [&](int64_t begin, int64_t end) {
+                 To tile[kTile][kTile];
+                 for (int64_t t = begin; t < end; ++t) {
+                   const int64_t o0 = t * kTile, os = std::min(kTile, out - o0);
+                   for (int64_t i0 = 0; i0 < in; i0 += kTile) {
+                     const int64_t is = std::min(kTile, in - i0);
+                     for (int64_t i = 0; i < is; ++i) {
+                       const From* row = src + (i0 + i) * n + first + o0;
+                       for (int64_t o = 0; o < os; ++o) tile[o][i] = static_cast<To>(row[o]);
+                     }
+                     for (int64_t o = 0; o < os; ++o) std::memcpy(dst + (o0 + o) * in + i0, tile[o], static_cast<size_t>(is) * sizeof(To));
+                   }
+                 }
+               });
+}
+
+}  // namespace
+
+// Reads every source into its parameter. `scratch` holds a stored tensor that is transposed or
+// converted; the Conv1D c_attn weight serves three parameters and is read once.
+void read_sources(const FileReader& file, const std::vector<Source>& sources, std::map<std::string, Variable>& params) {
+  std::vector<char> scratch;
+  std::string in_scratch;  // the stored tensor scratch holds whole, if any
+  for (const Source& s : sources) {
+    Variable p = params.at(s.param);
+    Tensor& value = p.mutable_value();
+    const size_t elem = safetensors_element_size(s.dtype);
+    const bool same_type = (s.dtype == SafetensorsDType::F32) == (value.dtype() == DType::f32);
+    if (s.columns) {
+      if (in_scratch != s.name) {
+        scratch.resize(static_cast<size_t>(s.stored.numel()) * elem);
+        file.read(s.offset, scratch.data(), scratch.size());
+        in_scratch = s.name;
+      }
+      const int64_t in = s.stored[0], n = s.stored[1], out = value.shape()[0];
+      dispatch(value.dtype(), [&]<typename T>(T) {
+        if (s.dtype == SafetensorsDType::F32) {
+          transpose_columns(reinterpret_cast<const float*>(scratch.data()), in, n, s.first, value.data<T>(), out);
+        } else {
+          transpose_columns(reinterpret_cast<const double*>(scratch.data()), in, n, s.first, value.data<T>(), out);
+        }
+      });
+      continue;
+    }
+    const uint64_t at = s.offset + static_cast<uint64_t>(s.first) * elem;
+    const size_t bytes = static_cast<size_t>(s.count) * elem;
+    const void* read_to = nullptr;
+    if (same_type) {
+      file.read(at, value.raw_data(), bytes);
+      read_to = value.raw_data();
+    } else {
+      scratch.resize(bytes);
+      in_scratch.clear();
+      file.read(at, scratch.data(), bytes);
+      read_to = scratch.data();
+      dispatch(value.dtype(), [&]<typename T>(T) { convert_any(s.dtype, scratch.data(), value.data<T>(), s.count); });
+    }
+    if (s.crc && crc32c(read_to, bytes) != *s.crc) {
+      fail(file.path(), "tensor '" + s.name + "' fails its CRC-32C check: its bytes were changed after it was written");
+    }
+    const int64_t rest = value.numel() - s.count;
+    if (rest > 0) std::memset(static_cast<char*>(value.raw_data()) + s.count * dtype_size(value.dtype()), 0,
+                              static_cast<size_t>(rest) * dtype_size(value.dtype()));
+  }
+}
+
+std::map<std::string, Variable> params_by_name(const GPT& model) {
+  std::map<std::string, Variable> out;
+  for (const auto& [name, p] : model.named_parameters()) out.emplace(name, p);
+  return out;
+}
+
+}  // namespace ag::gpt_import
