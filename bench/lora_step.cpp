@@ -62,10 +62,7 @@ Result time_steps(const Args& a, bool lora) {
       }
     }
   }
-  NamedVariables trainable;
-  for (const auto& [name, p] : model.named_parameters()) {
-    if (p.requires_grad()) trainable.emplace_back(name, p);
-  }
+  const NamedVariables trainable = model.trainable_parameters();
   AdamW opt(trainable, {.lr = 1e-4});
   Result r;
   for (const auto& [name, p] : trainable) r.trainable += p.numel();

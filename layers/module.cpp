@@ -142,6 +142,14 @@ NamedVariables Module::named_parameters() const {
   return out;
 }
 
+NamedVariables Module::trainable_parameters() const {
+  NamedVariables out;
+  for (auto& [name, p] : named_parameters()) {
+    if (p.requires_grad()) out.emplace_back(name, p);
+  }
+  return out;
+}
+
 std::vector<Variable> Module::parameters() const {
   std::vector<Variable> out;
   for (auto& [name, p] : named_parameters()) out.push_back(p);
@@ -266,9 +274,7 @@ std::string Module::summary() const {
   std::string out;
   summarize("", 0, out);
   int64_t trainable = 0;
-  for (const auto& [name, p] : named_parameters()) {
-    if (p.requires_grad()) trainable += p.numel();
-  }
+  for (const auto& [name, p] : trainable_parameters()) trainable += p.numel();
   out += "total parameters: " + std::to_string(num_parameters()) + " (trainable: " + std::to_string(trainable) + ")\n";
   return out;
 }

@@ -82,6 +82,8 @@ class Module {
 
   // Own entries first, then each child's, in registration order (PyTorch's order).
   NamedVariables named_parameters() const;
+  // named_parameters() that require grad: what an optimizer updates (frozen ones left out).
+  NamedVariables trainable_parameters() const;
   std::vector<Variable> parameters() const;
   std::vector<std::pair<std::string, Tensor>> named_buffers() const;
   // Direct children only.

@@ -253,7 +253,7 @@ LoadedGPT load_gpt_checkpoint(const Checkpoint& ck) {
   }
   restore_finetune(ck, *out.model);
   // The tied head reads embed.weight, the one tensor the file holds for both uses.
-  ck.load(holds_trainable_only(ck) ? trainable_parameters(*out.model) : out.model->named_parameters());
+  ck.load(holds_trainable_only(ck) ? out.model->trainable_parameters() : out.model->named_parameters());
   out.model->eval();
   out.tokenizer = gpt_tokenizer_from(ck);
   return out;

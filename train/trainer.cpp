@@ -85,10 +85,8 @@ Trainer::Trainer(TrainingJob& job, const TrainerOptions& options, TrainerOutputs
       options_(options),
       outputs_(std::move(outputs)),
       params_(job.model().named_parameters()),
+      trainable_(job.model().trainable_parameters()),
       schedule_(checked_schedule_options(options)) {
-  for (const auto& [name, p] : params_) {
-    if (p.requires_grad()) trainable_.emplace_back(name, p);
-  }
   if (trainable_.empty()) {
     throw std::invalid_argument("Trainer (" + job.kind() + "): every one of the model's " +
                                 std::to_string(params_.size()) + " parameters is frozen; nothing would train");

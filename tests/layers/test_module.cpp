@@ -114,6 +114,18 @@ BOOST_AUTO_TEST_CASE(train_and_eval_reach_every_descendant) {
   BOOST_TEST(!child.is_training());
 }
 
+BOOST_AUTO_TEST_CASE(trainable_parameters_leave_out_the_frozen_ones_in_order) {
+  Sequential net;
+  net.push_back(std::make_unique<Linear>(4, 3));
+  net.push_back(std::make_unique<Linear>(3, 2));
+  Variable frozen = net.named_parameters()[1].second;  // "0.bias"
+  frozen.set_requires_grad(false);
+  std::vector<std::string> names;
+  for (const auto& [name, p] : net.trainable_parameters()) names.push_back(name);
+  BOOST_TEST(names == (std::vector<std::string>{"0.weight", "1.weight", "1.bias"}), boost::test_tools::per_element());
+  BOOST_TEST(net.named_parameters().size() == 4u);
+}
+
 BOOST_AUTO_TEST_CASE(zero_grad_drops_every_gradient) {
   Affine m(3, true);
   const Variable x = randn_leaf({2, 3}, 1, "x", DType::f32);
