@@ -46,7 +46,7 @@ std::string describe_finetune(const FineTuneOptions& f, const GPT& model) {
     os << ", ";
   }
   int64_t trainable = 0;
-  for (const auto& [name, p] : trainable_parameters(model)) trainable += p.numel();
+  for (const auto& [name, p] : model.trainable_parameters()) trainable += p.numel();
   os << trainable << " of " << model.num_parameters() << " parameters train"
      << (f.adapter_only ? ", checkpoints hold only those" : "") << "\n";
   return os.str();
@@ -72,10 +72,12 @@ int run(const TrainGPTArgs& a) {
   const FineTuneOptions finetune = ck ? finetune_options_from(*ck) : a.finetune;
   const bool from_base = !ck && !finetune.init_from.empty() &&
                          gpt_weights_layout(finetune.init_from) == GPTWeightsLayout::attograd;
-  const Tokenizer tokenizer = ck          ? gpt_tokenizer_from(*ck)
-                              : from_base ? initial_weights_tokenizer(finetune.init_from)
-                                          : choose_tokenizer(a.tokenizer, text);
-  GPTOptions m = ck ? gpt_options_from(*ck) : from_base ? initial_weights_options(finetune.init_from) : a.model;
+  std::optional<Checkpoint> base;  // such a base, opened (read and checked) once
+  if (from_base) base.emplace(Checkpoint::open(finetune.init_from));
+  const Tokenizer tokenizer = ck     ? gpt_tokenizer_from(*ck)
+                              : base ? gpt_tokenizer_from(*base)
+                                     : choose_tokenizer(a.tokenizer, text);
+  GPTOptions m = ck ? gpt_options_from(*ck) : base ? gpt_options_from(*base) : a.model;
   if (!ck && !a.preset.empty() && tokenizer.vocab_size() != gpt_preset(a.preset).vocab) {
     throw UsageError("--preset " + a.preset + ": GPT-2's models read " + std::to_string(gpt_preset(a.preset).vocab) +
                      " tokens, the " + tokenizer.kind_name() + " tokenizer has " + std::to_string(tokenizer.vocab_size()) +
@@ -112,7 +114,8 @@ int run(const TrainGPTArgs& a) {
       const SkipInitGuard no_init;
       model.emplace(m);
     }
-    const GPTWeightsLayout layout = load_initial_weights(finetune.init_from, *model);
+    const GPTWeightsLayout layout = load_initial_weights(finetune.init_from, *model, base ? &*base : nullptr);
+    base.reset();  // its bytes are in the model now
     init = std::string("init   ") + gpt_weights_layout_name(layout) + " weights from " + finetune.init_from + "\n";
   }
   run.prepare(data_stem, title.str());

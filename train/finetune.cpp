@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -178,14 +179,12 @@ BaseWeights describe_base_weights(const std::string& path) {
   return b;
 }
 
-GPTOptions initial_weights_options(const std::string& path) { return gpt_options_from(Checkpoint::open(path)); }
-
-Tokenizer initial_weights_tokenizer(const std::string& path) { return gpt_tokenizer_from(Checkpoint::open(path)); }
-
-GPTWeightsLayout load_initial_weights(const std::string& path, GPT& model) {
-  if (gpt_weights_layout(path) != GPTWeightsLayout::attograd) return read_gpt_weights(model, path);
+GPTWeightsLayout load_initial_weights(const std::string& path, GPT& model, const Checkpoint* opened) {
+  if (opened == nullptr && gpt_weights_layout(path) != GPTWeightsLayout::attograd) return read_gpt_weights(model, path);
   // Our own checkpoints carry the model's options and may carry a fine-tuning run's state.
-  const Checkpoint ck = Checkpoint::open(path);
+  std::optional<Checkpoint> own;
+  if (opened == nullptr) own.emplace(Checkpoint::open(path));
+  const Checkpoint& ck = opened != nullptr ? *opened : *own;
   const GPTOptions file = gpt_options_from(ck);
   if (gpt_options_to_json(file) != gpt_options_to_json(model.options())) {
     throw std::runtime_error("base weights '" + path + "': the file's model " + gpt_options_to_json(file) +
@@ -270,14 +269,6 @@ void restore_finetune(const Checkpoint& ck, GPT& model) {
   }
   GeneratorStateGuard keep_generator;  // the adapters' draws are overwritten by the checkpoint's tensors
   adapt(model, e.options);
-}
-
-NamedVariables trainable_parameters(const Module& model) {
-  NamedVariables out;
-  for (const auto& [name, p] : model.named_parameters()) {
-    if (p.requires_grad()) out.emplace_back(name, p);
-  }
-  return out;
 }
 
 }  // namespace ag

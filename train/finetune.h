@@ -22,7 +22,6 @@
 
 #include "attograd/layers/lora.h"
 #include "attograd/models/gpt.h"
-#include "attograd/train/data/text.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/gpt_weights.h"
 
@@ -65,11 +64,10 @@ BaseWeights describe_base_weights(const std::string& path);
 // content), and which it was. An attograd checkpoint must hold this model's very options, and
 // neither an adapter alone nor a model with adapters; the other layouts are checked tensor by
 // tensor against the model (read_gpt_weights). std::runtime_error naming the file otherwise.
-GPTWeightsLayout load_initial_weights(const std::string& path, GPT& model);
-// The model options and tokenizer a base that is an attograd checkpoint describes (the other
-// layouts carry neither: the run's flags give them).
-GPTOptions initial_weights_options(const std::string& path);
-Tokenizer initial_weights_tokenizer(const std::string& path);
+// `opened`, when given, is the file already opened as one of our checkpoints (a base that is one
+// carries the run's model options and tokenizer, which the caller reads from it first): it is
+// not read again.
+GPTWeightsLayout load_initial_weights(const std::string& path, GPT& model, const Checkpoint* opened = nullptr);
 
 // Checks the options against a model of `model`'s shape without building it at full size (a
 // GPT of the same layers at the smallest width stands in for the names), so that a program can
@@ -95,8 +93,5 @@ FineTuneOptions finetune_options_from(const Checkpoint& checkpoint);
 void restore_finetune(const Checkpoint& checkpoint, GPT& model);
 // Whether the checkpoint holds only the trainable parameters (Trainer: "saved_parameters").
 bool holds_trainable_only(const Checkpoint& checkpoint);
-
-// The parameters of `model` that require grad.
-NamedVariables trainable_parameters(const Module& model);
 
 }  // namespace ag
