@@ -17,6 +17,7 @@
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops.h"
 #include "attograd/autograd/profiler.h"
+#include "attograd/autograd/recompute.h"
 #include "attograd/autograd/variable.h"
 
 // layers

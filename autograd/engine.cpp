@@ -126,6 +126,16 @@ void GradSink::add_matmul(size_t i, const Tensor& a, const Tensor& b) {
   accumulate(i, kernels::matmul(a, b).view(e.shape), /*owned=*/true);
 }
 
+Tensor GradSink::take_gathered(size_t i) {
+  if (i >= node_.edges_.size() || node_.edges_[i].node == nullptr) return Tensor();
+  Node& next = *node_.edges_[i].node;
+  Tensor g = std::move(next.pending_);
+  next.pending_ = Tensor();
+  const bool borrowed = next.pending_borrowed_;
+  next.pending_borrowed_ = false;
+  return borrowed && !sole_owner(g) ? g.clone() : g;
+}
+
 void GradSink::accumulate(size_t i, Tensor g, bool owned) {
   const Edge& e = node_.edges_[i];
   if (anomaly_enabled()) check_finite(g, node_, i);
@@ -156,7 +166,8 @@ void GradSink::accumulate(size_t i, Tensor g, bool owned) {
   }
 }
 
-void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>& grads, bool retain_graph) {
+void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+                  bool run_hooks) {
   if (roots.size() != grads.size()) throw std::logic_error("backward: one gradient slot per root is needed");
   // Seed the roots.
   // Nodes are held by shared_ptr for the whole pass: releasing a node drops its edges, and
@@ -186,7 +197,7 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
       Tensor& dst = root.impl()->grad;
       if (!dst.defined()) dst = seed.clone();
       else kernels::add_(dst, seed);
-      if (root.impl()->grad_ready_hook) hooked_roots.push_back(root.impl());
+      if (run_hooks && root.impl()->grad_ready_hook) hooked_roots.push_back(root.impl());
       continue;
     }
     const std::shared_ptr<Node>& node = root.grad_fn();
@@ -236,7 +247,7 @@ void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>&
   std::unordered_map<VariableImpl*, int64_t> unfinished;
   for (const std::shared_ptr<Node>& n : order) {
     for (const Edge& e : n->edges()) {
-      if (e.leaf && e.leaf->grad_ready_hook) ++unfinished[e.leaf.get()];
+      if (run_hooks && e.leaf && e.leaf->grad_ready_hook) ++unfinished[e.leaf.get()];
     }
   }
   std::vector<std::shared_ptr<VariableImpl>> ready;

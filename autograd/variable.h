@@ -134,9 +134,15 @@ class GradSink {
   // tensor as soon as it has read it, so that its memory serves the gradients still to come
   // in this call (linear drops x after dW = g^T x, before it allocates dx).
   bool graph_retained() const { return retain_graph_; }
+  // For an op that runs a backward pass of its own over a copy of its computation (recompute.h):
+  // the gradient gathered so far in this pass for input i, which must be an op's result, and
+  // no longer gathered there (the op hands back the total with add). Undefined when nothing has
+  // arrived yet, or when input i is a leaf or needs no gradient. Never shares storage with a
+  // tensor someone else holds.
+  Tensor take_gathered(size_t i);
 
  private:
-  friend void run_backward(const std::vector<Variable>&, const std::vector<Tensor>&, bool);
+  friend void run_backward(const std::vector<Variable>&, const std::vector<Tensor>&, bool, bool);
   GradSink(Node& node, bool retain_graph) : node_(node), retain_graph_(retain_graph) {}
   // The edge of input i after checking that it exists; `shape`/`dtype` are what the op hands
   // over (checked against the input when the edge is active).
@@ -174,7 +180,7 @@ class Node {
 
  private:
   friend class GradSink;
-  friend void run_backward(const std::vector<Variable>&, const std::vector<Tensor>&, bool);
+  friend void run_backward(const std::vector<Variable>&, const std::vector<Tensor>&, bool, bool);
   void release();
 
   std::string name_;
@@ -200,6 +206,9 @@ using NamedVariables = std::vector<std::pair<std::string, Variable>>;
 using StateDict = std::vector<std::pair<std::string, Tensor>>;
 
 // Backward from several roots at once (each with its gradient, or none for one-element roots).
-void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>& grads, bool retain_graph);
+// run_hooks = false leaves the leaves' grad-ready hooks alone: for a pass nested in another
+// (recompute.h), whose leaves' gradients are final only when the outer pass says so.
+void run_backward(const std::vector<Variable>& roots, const std::vector<Tensor>& grads, bool retain_graph,
+                  bool run_hooks = true);
 
 }  // namespace ag
