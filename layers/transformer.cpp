@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attograd/autograd/ops.h"
+#include "attograd/autograd/recompute.h"
 #include "attograd/layers/transformer_slots.h"
 
 namespace ag {
@@ -124,7 +125,16 @@ TransformerEncoder::TransformerEncoder(const TransformerEncoderOptions& options)
 
 Variable TransformerEncoder::forward(const Variable& x, const AttentionMask& mask, const AttentionBias& bias) {
   Variable h = x;
-  for (TransformerBlock* block : blocks_) h = block->forward(h, mask, bias);
+  for (TransformerBlock* block : blocks_) {
+    if (recompute_) {
+      h = ag::recompute(
+          "TransformerBlock (recomputed)",
+          [block, mask, bias](const std::vector<Variable>& in) { return block->forward(in[0], mask, bias); }, {h},
+          block->parameters());
+    } else {
+      h = block->forward(h, mask, bias);
+    }
+  }
   return norm_ ? apply_sublayer(*norm_, h, *this, "norm") : h;
 }
 

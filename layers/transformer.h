@@ -147,12 +147,19 @@ class TransformerEncoder : public Module {
   bool has_norm() const { return norm_ != nullptr; }
   template <class L>
   L& norm_as() { return sublayer_as<L>(norm(), *this, "norm"); }
+  // Activation recompute (autograd/recompute.h): when on, a training forward (grad mode, no
+  // cache) keeps only each block's input and runs the block again during backward; the
+  // gradients are the same bits, the memory of the blocks' activations is one block's. Off by
+  // default; not a model option (checkpoints do not record it).
+  void set_recompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
   std::string name() const override { return "TransformerEncoder"; }
 
  private:
   TransformerEncoderOptions options_;
   ModuleList<TransformerBlock>& blocks_;
   Sublayer* norm_ = nullptr;
+  bool recompute_ = false;
 };
 
 }  // namespace ag

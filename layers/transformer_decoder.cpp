@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attograd/autograd/ops.h"
+#include "attograd/autograd/recompute.h"
 #include "attograd/layers/transformer_slots.h"
 
 namespace ag {
@@ -137,6 +138,16 @@ Variable TransformerDecoder::forward(const Variable& tgt, const Variable& memory
   Variable h = tgt;
   for (size_t i = 0; i < layers_.size(); ++i) {
     const int64_t l = static_cast<int64_t>(i);
+    if (recompute_ && self_cache == nullptr && memory_cache == nullptr) {
+      TransformerDecoderLayer* layer = &layers_[i];
+      h = ag::recompute(
+          "TransformerDecoderLayer (recomputed)",
+          [layer, tgt_mask, memory_mask](const std::vector<Variable>& in) {
+            return layer->forward(in[0], in[1], tgt_mask, memory_mask);
+          },
+          {h, memory}, layer->parameters());
+      continue;
+    }
     h = layers_[i].forward(h, memory, tgt_mask, memory_mask, self_cache ? self_cache->layer(l) : KvCacheLayer{},
                            memory_cache ? memory_cache->memory_layer(l) : KvCacheLayer{});
   }

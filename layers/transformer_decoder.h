@@ -128,12 +128,19 @@ class TransformerDecoder : public Module {
   // Only when it has a final norm (see FinalNorm); throws std::logic_error otherwise.
   Sublayer& norm();
   bool has_norm() const { return norm_ != nullptr; }
+  // Activation recompute (autograd/recompute.h): when on, a training forward (grad mode, no
+  // cache) keeps only each layer's input and runs the layer again during backward; the
+  // gradients are the same bits, the memory of the layers' activations is one layer's. Off by
+  // default; not a model option (checkpoints do not record it).
+  void set_recompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
   std::string name() const override { return "TransformerDecoder"; }
 
  private:
   TransformerDecoderOptions options_;
   ModuleList<TransformerDecoderLayer>& layers_;
   Sublayer* norm_ = nullptr;
+  bool recompute_ = false;
 };
 
 }  // namespace ag

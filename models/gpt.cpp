@@ -7,6 +7,7 @@
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops.h"
+#include "attograd/autograd/recompute.h"
 #include "attograd/core/parallel.h"
 #include "attograd/core/skip_init.h"
 #include "attograd/layers/attention_mask.h"
@@ -175,6 +176,14 @@ Variable GPT::hidden(const Variable& x) {
 Variable GPT::through_blocks(const Variable& x, int64_t start, const AttentionMask& causal, KvCache* cache) {
   Variable h = positioned(x, start);
   for (size_t i = 0; i < blocks_.size(); ++i) {
+    if (recompute_ && cache == nullptr) {
+      TransformerBlock* block = &blocks_[i];
+      h = ag::recompute(
+          "TransformerBlock (recomputed)",
+          [block, causal](const std::vector<Variable>& in) { return block->forward(in[0], causal); }, {h},
+          block->parameters());
+      continue;
+    }
     h = blocks_[i].forward(h, causal, {}, cache ? cache->layer(static_cast<int64_t>(i)) : KvCacheLayer{});
   }
   return norm_(h);

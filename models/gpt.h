@@ -134,6 +134,12 @@ class GPT : public Module {
   TransformerBlock& block(size_t i) { return blocks_[i]; }
   size_t num_blocks() const { return blocks_.size(); }
   LayerNorm& norm() { return norm_; }
+  // Activation recompute (autograd/recompute.h): when on, a training forward (grad mode, no
+  // cache) keeps only each block's input and runs the block again during backward; the
+  // gradients are the same bits, the memory of the blocks' activations is one block's. Off by
+  // default; not a model option (checkpoints do not record it).
+  void set_recompute(bool on) { recompute_ = on; }
+  bool recompute() const { return recompute_; }
   // The vocabulary head's table (padded_vocab, d_model): the very Variable embed.weight holds;
   // the head reads its first vocab rows.
   const Variable& head_weight() const { return embed_.weight(); }
@@ -156,6 +162,7 @@ class GPT : public Module {
   Dropout& dropout_;
   ModuleList<TransformerBlock>& blocks_;
   LayerNorm& norm_;
+  bool recompute_ = false;
 };
 
 }  // namespace ag

@@ -159,6 +159,12 @@ class Seq2Seq : public Module {
   Embedding& tgt_embed() { return *tgt_embed_; }
   TransformerEncoder& encoder() { return encoder_; }
   TransformerDecoder& decoder() { return decoder_; }
+  // Activation recompute in both stacks (TransformerEncoder::set_recompute): every encoder block
+  // and decoder layer keeps only its inputs during a training forward.
+  void set_recompute(bool on) {
+    encoder_.set_recompute(on);
+    decoder_.set_recompute(on);
+  }
   // The head's weight (tgt_vocab, d_model): tgt_embed.weight when tied.
   const Variable& head_weight() const;
   DType dtype() const { return tgt_embed_->weight().dtype(); }
