@@ -448,6 +448,9 @@ inline void declare_training_flags(Flags& f, TrainingArgs& a, const ProgramInfo&
   f.integer("--eval-every", t.eval_every, 1, kBig, "evaluate on held-out data every N steps");
   if (info.target) f.real("--target-acc", t.target_seq_acc, 0.0, 1.0, "stop at this held-out exact-sequence accuracy");
   add_threads_flag(f.app(), a.threads, "threads for matrix products", RL::threads)->group("evaluation and output");
+  f.flag("--recompute", t.recompute,
+         "keep only each block's input during a step and run the block again in backward: the same numbers, "
+         "less memory, more time");
   f.path("--save", a.save_path, "checkpoint (safetensors) at every evaluation and at the end");
   f.path("--resume", a.resume_path, "continue the run saved in PATH (" + std::string(info.holds) +
                                         " and optimizer come from it)");
@@ -552,6 +555,7 @@ inline std::string describe_training(const TrainerOptions& t, const std::string&
      << lr_decay_name(t.schedule) << " to " << t.min_lr << "), weight decay " << t.weight_decay << ", clip "
      << t.clip_norm << ", " << rest;
   if (t.grad_accum > 1) os << ", " << t.grad_accum << " micro-batches per update";
+  if (t.recompute) os << ", blocks recomputed in backward";
   os << ", " << t.threads << (t.threads == 1 ? " thread" : " threads") << "\n";
   return os.str();
 }

@@ -78,6 +78,7 @@ class GPTJob : public TrainingJob {
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
   std::map<std::string, std::string> metadata() const override;
+  void set_recompute(bool on) override { model_.set_recompute(on); }
 
   // The mean loss over every non-overlapping window of the validation split (tiled_batches: each
   // validation token but the first predicted once), where evaluate() reads eval_windows of them;

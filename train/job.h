@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,13 @@ class TrainingJob {
   // data, as JSON text under metadata keys (not "model_kind", "trainer" or "loop", which the
   // loop writes). Saved in every checkpoint; a resume requires each entry to be identical.
   virtual std::map<std::string, std::string> metadata() const = 0;
+
+  // Activation recompute for the model's blocks (TrainerOptions::recompute): the kinds whose
+  // model is made of transformer blocks turn it on there. A kind without blocks to recompute
+  // refuses `on` with std::invalid_argument naming itself.
+  virtual void set_recompute(bool on) {
+    if (on) throw std::invalid_argument("--recompute: a " + kind_ + " model has no blocks to recompute");
+  }
 
  private:
   std::string kind_;

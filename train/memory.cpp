@@ -48,6 +48,13 @@ double block_activation_values(double d, double ff, double heads, double keys, d
   return 6 * d + 2 * qk + 2 * v + 2 * ff + 2 * heads * keys;
 }
 
+// What a stack of `layers` blocks keeps per token: every block's activations, or with recompute
+// (autograd/recompute.h) each block's input (`input` values) and one block's activations, the
+// one being run again in backward.
+double blocks_kept(double layers, double per_block, double input, bool recompute) {
+  return recompute ? layers * input + per_block : layers * per_block;
+}
+
 MemoryEstimate estimate(double parameters, double activations, double evaluation, int64_t eval_rows,
                         const TrainerOptions& trainer) {
   MemoryEstimate e;
@@ -122,17 +129,18 @@ double eval_bytes_per_row(const SequenceModelOptions& m, int64_t seq_len) {
   return t * per_token * kFloat;
 }
 
-double training_activation_bytes(const SequenceModelOptions& m, const SequenceTaskOptions& task) {
+double training_activation_bytes(const SequenceModelOptions& m, const SequenceTaskOptions& task, bool recompute) {
   const double t = static_cast<double>(task.seq_len), d = static_cast<double>(m.d_model);
   const double tokens = static_cast<double>(task.batch_size) * t;
   const double per_block = 10 * d + 2 * static_cast<double>(m.d_ff) + 2 * static_cast<double>(m.n_head) * t;
-  const double per_token = static_cast<double>(m.n_layers) * per_block + 2 * d + 3 * static_cast<double>(m.vocab);
+  const double per_token = blocks_kept(static_cast<double>(m.n_layers), per_block, d, recompute) + 2 * d +
+                           3 * static_cast<double>(m.vocab);
   // Backward holds the gradient of the activations next to them: about half as much again.
   return 1.5 * tokens * per_token * kFloat;
 }
 
 int64_t eval_rows_for(const SequenceModelOptions& model, const SequenceTaskOptions& task, int64_t max_rows) {
-  const double budget = std::max(training_activation_bytes(model, task), kMinEvalBudget);
+  const double budget = std::max(training_activation_bytes(model, task, false), kMinEvalBudget);
   const double per_row = eval_bytes_per_row(model, task.seq_len);
   const double fit = per_row > 0 ? budget / per_row : static_cast<double>(max_rows);
   return std::clamp<int64_t>(fit >= static_cast<double>(max_rows) ? max_rows : static_cast<int64_t>(fit), 1,
@@ -142,15 +150,16 @@ int64_t eval_rows_for(const SequenceModelOptions& model, const SequenceTaskOptio
 MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const SequenceTaskOptions& task,
                                         const TrainerOptions& trainer, int64_t eval_sequences) {
   const int64_t rows = eval_rows_for(model, task, std::min<int64_t>(eval_sequences, 256));
-  return estimate(parameter_count(model), training_activation_bytes(model, task),
+  return estimate(parameter_count(model), training_activation_bytes(model, task, trainer.recompute),
                   static_cast<double>(rows) * eval_bytes_per_row(model, task.seq_len), rows, trainer);
 }
 
 MemoryEstimate estimate_training_memory(const GPTOptions& model, int64_t batch, const TrainerOptions& trainer) {
   const double d = static_cast<double>(model.d_model), t = static_cast<double>(model.block_size);
   const double heads = static_cast<double>(model.n_head), vocab = static_cast<double>(model.vocab);
-  const double per_token = static_cast<double>(model.n_layers) * block_activation_values(d, 4 * d, heads, t, d, d) + 2 * d +
-                           3 * vocab;
+  const double per_token = blocks_kept(static_cast<double>(model.n_layers), block_activation_values(d, 4 * d, heads, t, d, d),
+                                       d, trainer.recompute) +
+                           2 * d + 3 * vocab;
   const double activations = 1.5 * static_cast<double>(batch) * t * per_token * kFloat;
   // Evaluation: the batch's rows, one block's temporaries at a time, then the logits.
   const double evaluation =
@@ -167,9 +176,10 @@ MemoryEstimate estimate_training_memory(const Seq2SeqOptions& model, const Seq2S
   // Every sequence padded to the longest the model takes: sources and targets of max_len.
   const double t = static_cast<double>(model.max_len);
   const double block = block_activation_values(d, ff, heads, t, qk, v);
-  const double encoder = static_cast<double>(model.n_encoder_layers) * block;
+  const double encoder = blocks_kept(static_cast<double>(model.n_encoder_layers), block, d, trainer.recompute);
   const double cross_attention = 2 * qk + 2 * v + 2 * heads * t;
-  const double decoder = static_cast<double>(model.n_decoder_layers) * (block + cross_attention);
+  const double decoder =
+      blocks_kept(static_cast<double>(model.n_decoder_layers), block + cross_attention, d, trainer.recompute);
   const double per_row = t * (encoder + decoder + 4 * d + 3 * vocab);
   const double activations = 1.5 * static_cast<double>(task.batch_size) * per_row * kFloat;
   const int64_t rows = std::min<int64_t>(eval_sequences, 256);  // the held-out set's batches

@@ -9,7 +9,8 @@
 // slots for Adam and AdamW, one for SGD with momentum), the activations a training step keeps
 // for backward (per block: ~10 d_model + 2 d_ff values per token, plus the attention weights,
 // heads x T per token, twice; then the logits three times; of one micro-batch when
-// TrainerOptions::grad_accum splits the step), and the evaluation's activations
+// TrainerOptions::grad_accum splits the step; with TrainerOptions::recompute only each block's
+// input and one block's activations), and the evaluation's activations
 // (no graph: one block's temporaries for the rows evaluated at once). The parameter count is
 // exact (tests/train/test_hostile.cpp holds it against num_parameters()); the activations are
 // counted generously, since the estimate only has to tell a run that fits from one that is
@@ -45,7 +46,8 @@ struct MemoryEstimate {
 
 // Bytes of evaluating one held-out row (no graph kept), and of a training step's activations.
 double eval_bytes_per_row(const SequenceModelOptions& model, int64_t seq_len);
-double training_activation_bytes(const SequenceModelOptions& model, const SequenceTaskOptions& task);
+double training_activation_bytes(const SequenceModelOptions& model, const SequenceTaskOptions& task,
+                                 bool recompute = false);
 
 // How many held-out rows to evaluate at once: at most `max_rows`, and no more than fit in the
 // larger of a training step's activations and 256 MiB (at least one row).

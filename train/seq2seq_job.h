@@ -56,6 +56,7 @@ class Seq2SeqJob : public TrainingJob {
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
   std::map<std::string, std::string> metadata() const override;
+  void set_recompute(bool on) override { model_.set_recompute(on); }
 
   // The last evaluation's counts (teacher-forced and decoded), summed over processes.
   const Seq2SeqMetrics& last_metrics() const { return last_; }

@@ -36,6 +36,7 @@ class SequenceJob : public TrainingJob {
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
   std::map<std::string, std::string> metadata() const override;
+  void set_recompute(bool on) override { model_.encoder().set_recompute(on); }
 
   // The last evaluation's counts, summed over processes.
   const SequenceMetrics& last_metrics() const { return last_; }

@@ -98,6 +98,7 @@ Trainer::Trainer(TrainingJob& job, const TrainerOptions& options, TrainerOutputs
   guard_ = {.trainer = "Trainer (" + job_.kind() + ")", .peak_lr = options_.lr, .clip_norm = options_.clip_norm,
             .warmup_steps = options_.warmup_steps, .vocab = job_.vocab(), .checkpoint_path = outputs_.checkpoint_path};
   set_num_threads(options_.threads);
+  job_.set_recompute(options_.recompute);
   shard_ = {.begin = 0, .rows = job_.batch_rows()};
   check_micro_batches(job_.batch_rows(), 1, options_.grad_accum);
 }

@@ -98,6 +98,10 @@ struct TrainerOptions {
   int64_t eval_every = 10;
   double target_seq_acc = 0.99;  // stop at the first evaluation whose seq_acc reaches it; > 1 never stops
   int threads = 1;               // ag::set_num_threads at construction
+  // Activation recompute (autograd/recompute.h): the job's model keeps only each block's input
+  // during a step and runs the block again in backward. The same numbers, less memory, more
+  // time; a resumed run may turn it on or off. TrainingJob::set_recompute at construction.
+  bool recompute = false;
   // The processes of a data-parallel run (train/dist/data_parallel.h); null, or a world of
   // one, trains in this process alone.
   Communicator* communicator = nullptr;

@@ -68,6 +68,18 @@ grep -q "2 micro-batches per update" a2.out || fail "the description does not sh
 "$check" --compare-metrics a2.jsonl g1.jsonl 1e-5 || fail "train_gpt --grad-accum 2: the loss curves differ"
 echo "ok: train_gpt -np 2 --grad-accum 2 == one process, one exchange per update"
 
+# Activation recompute under two processes: the gradient exchange starts from the hooks of the
+# parameters, which a recomputed block must fire once, after its own backward pass. The same
+# bits as the plain -np 2 run, still one exchange per update.
+np2 "$gpt" "${GPT[@]}" --steps 20 --grad-accum 2 --recompute --save r2.st --log r2.jsonl --plot r2.svg >r2.out 2>&1 ||
+  fail "-np 2 train_gpt --grad-accum 2 --recompute: $(cat r2.out)"
+grep -q "data parallel: 2 processes, 20 gradient exchanges of" r2.out ||
+  fail "-np 2 --recompute must exchange gradients once per update (20): $(grep 'data parallel' r2.out)"
+out=$("$check" --compare-params r2.st a2.st 0) || fail "train_gpt -np 2: --recompute changes the parameters: $out"
+grep -q "largest relative difference 0 " <<<"$out" || fail "train_gpt -np 2 --recompute is not bit-identical: $out"
+[ "$(untimed r2.jsonl)" = "$(untimed a2.jsonl)" ] || fail "train_gpt -np 2 --recompute: the metrics differ"
+echo "ok: train_gpt -np 2 --grad-accum 2 --recompute == without it, bit for bit"
+
 # Variable-length pairs: each rank's mean over its own target tokens must be weighted by its
 # share of the batch's tokens, or the average over ranks is not the batch's mean (leaving the
 # weights out moves the parameters by 3e-2 here). A program that ignored the communicator would
