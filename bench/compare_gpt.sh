@@ -45,8 +45,8 @@ fi
 
 # Enough steps for a median on a noisy VM, few enough that a round of the large model stays
 # within a minute or two per framework.
-steps_for() { case $1 in baby) echo 10 ;; large) echo 4 ;; esac; }
-warmup_for() { case $1 in baby) echo 2 ;; large) echo 1 ;; esac; }
+steps_for() { case $1 in baby) echo 10 ;; large) echo 4 ;; gpt2-4x64) echo 4 ;; gpt2-*) echo 2 ;; esac; }
+warmup_for() { case $1 in baby) echo 2 ;; *) echo 1 ;; esac; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 torch_threads=(--threads 1 --blas-threads "$TORCH_BLAS_THREADS")

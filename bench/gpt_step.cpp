@@ -1,9 +1,10 @@
-// Times the GPT of models/gpt.h: full training steps (forward, cross-entropy over (B*T, vocab),
-// backward, AdamW update) on random token batches, or greedy generation with and without the KV
+// Times the GPT of models/gpt.h: full training steps (forward, cross-entropy over (B*T, vocab)
+// through GPT::loss as the trainer takes it, backward, AdamW update) on random token batches, or greedy generation with and without the KV
 // cache; float32. bench/torch_gpt.py is the same model in PyTorch with the same flags and JSON;
 // bench/compare_gpt.sh runs both.
 //
 //   build/bench/gpt_step --config baby [--threads 2] [--steps 20] [--warmup 3] [--json] [--profile]
+//   build/bench/gpt_step --config gpt2-2x1024 --recompute      (activation recompute per block)
 //   build/bench/gpt_step --config large --generate 127 [--no-cache] [--repeats 3] [--json]
 //
 // --generate N draws N tokens greedily from a one-token prompt, batch 1, in eval mode. N is at
@@ -40,10 +41,16 @@ struct Config {
 };
 
 // (layers, heads, d_model, block, batch, vocab): the same table as bench/torch_gpt.py. The
-// vocabulary of 96 is a character vocabulary (printable ASCII and a few more).
+// vocabulary of 96 is a character vocabulary (printable ASCII and a few more). The gpt2-*
+// shapes are GPT-2 124M's (12 layers, 12 heads, d_model 768, GPT-2's 50,257 tokens) at
+// batch x context 4 x 64 (llm.c's CPU default), 8 x 256, and 2 x 1024 (the full context, where
+// --recompute matters most).
 const std::map<std::string, Config> kConfigs = {
     {"baby", {4, 4, 128, 128, 32, 96}},
     {"large", {6, 6, 384, 256, 8, 96}},
+    {"gpt2-4x64", {12, 12, 768, 64, 4, 50257}},
+    {"gpt2-8x256", {12, 12, 768, 256, 8, 50257}},
+    {"gpt2-2x1024", {12, 12, 768, 1024, 2, 50257}},
 };
 
 // Matrix-product flops of one step: the forward's, times 3 (backward does two products per
@@ -153,7 +160,7 @@ int main(int argc, char** argv) {
   std::string config_name = "baby";
   int64_t steps = 20, warmup = 3, generate_tokens = 0, repeats = 3;
   std::string threads_text = "auto";
-  bool json = false, profile = false, no_cache = false;
+  bool json = false, profile = false, no_cache = false, recompute = false;
   CLI::App app{"Times GPT training steps or generation (bench/compare_gpt.sh runs it against PyTorch).", "gpt_step"};
   app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION);
   std::vector<std::string> names;
@@ -171,6 +178,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "with --generate: timed generations")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}))
       ->capture_default_str();
+  app.add_flag("--recompute", recompute, "training: keep only each block's input, run the block again in backward");
   app.add_flag("--json", json, "one JSON line instead of text");
   app.add_flag("--profile", profile, "a per-op profile of the timed steps");
   CLI11_PARSE(app, argc, argv);
@@ -183,6 +191,7 @@ int main(int argc, char** argv) {
   ag::manual_seed(0);
   ag::GPT model(model_options(c));
   model.train();
+  model.set_recompute(recompute);
   ag::AdamWOptions ao;
   ao.lr = 1e-3;  // weight decay stays at AdamW's default 0.01, as in PyTorch
   ag::AdamW optimizer(model.named_parameters(), ao);
@@ -193,7 +202,7 @@ int main(int argc, char** argv) {
   const auto step = [&](uint64_t index) {
     random_batch(c, kDataSeed, index, inputs, targets);
     optimizer.zero_grad();
-    ag::Variable loss = ag::cross_entropy(model(inputs), targets);
+    ag::Variable loss = model.loss(inputs, targets);
     loss.backward();
     ag::Profiler::Region region("optimizer step");
     optimizer.step();
@@ -221,9 +230,10 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"framework\": \"attograd\", \"config\": \"%s\", \"steps\": %lld, \"median_ms\": %.6f, \"min_ms\": %.6f, "
         "\"max_ms\": %.6f, \"tokens_per_s\": %.3f, \"gflops\": %.4f, \"peak_rss_mb\": %.3f, \"parameters\": %lld, "
-        "\"threads\": %lld}\n",
+        "\"threads\": %lld, \"recompute\": %s, \"peak_live_mb\": %.3f}\n",
         config_name.c_str(), static_cast<long long>(steps), median, best, worst, tokens_per_s, gflops, peak_rss_mb(),
-        static_cast<long long>(params), static_cast<long long>(threads));
+        static_cast<long long>(params), static_cast<long long>(threads), recompute ? "true" : "false",
+        static_cast<double>(ag::memory_stats().high_water_live) / (1 << 20));
   } else {
     std::printf("config %s (layers %lld, heads %lld, d_model %lld, T %lld, B %lld, vocab %lld, %lld parameters), threads %lld\n",
                 config_name.c_str(), static_cast<long long>(c.layers), static_cast<long long>(c.heads),
