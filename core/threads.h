@@ -24,4 +24,13 @@ int usable_cores();
 // std::invalid_argument names the text and the range.
 int parse_threads(const std::string& text, int max = 256);
 
+// OpenBLAS picks its kernels when it loads, from the CPU it recognises; on a CPU it does not
+// recognise (some virtual machines' "Intel Xeon Processor") it falls back to kernels without
+// AVX2 and FMA, and large matrix products run about half as fast. blas_kernel_note() says so in
+// one line, naming the kernels and OPENBLAS_CORETYPE=Haswell (which a user sets to choose them),
+// when that is the case here: OpenBLAS chose kernels of an older CPU, this CPU has AVX2 and FMA,
+// and OPENBLAS_CORETYPE is not set. Empty otherwise. The rule itself, for tests:
+std::string blas_kernel_note(const std::string& openblas_core, bool cpu_has_avx2_fma, bool coretype_set);
+std::string blas_kernel_note();
+
 }  // namespace ag

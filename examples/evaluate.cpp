@@ -38,6 +38,7 @@ int run(const Args& a) {
   Communicator& comm = Communicator::world();
   if (!comm.is_root()) std::cout.rdbuf(nullptr);  // rank 0 alone prints
   set_num_threads(parse_threads(a.threads));
+  if (comm.is_root()) std::cerr << blas_kernel_note();
   LoadedGPT loaded = load_gpt_checkpoint(a.checkpoint);
   const GPTOptions& m = loaded.model->options();
   const int64_t window = a.block_size == 0 ? m.block_size : a.block_size;

@@ -94,6 +94,7 @@ int run(const Args& args) {
   // Closed, it would be the next file opened (the checkpoint's descriptor) that receives the text.
   if (::fcntl(STDOUT_FILENO, F_GETFD) < 0) throw stdout_error(errno);
   set_num_threads(parse_threads(args.threads));
+  std::cerr << blas_kernel_note();  // stdout holds the text alone
   LoadedGPT loaded = load_gpt_checkpoint(args.checkpoint);  // refuses other kinds of checkpoint by name
   GPT& model = *loaded.model;
   const Tokenizer& tok = loaded.tokenizer;

@@ -660,7 +660,7 @@ class TrainingRun {
     if (!dir_.empty()) std::cout << "run    " << dir_ << "\n";
     const std::string& ckpt = out_.checkpoint_path;
     if (!ckpt.empty()) std::cout << "save   " << ckpt << " at every evaluation and at the end\n";
-    std::cout << description;
+    std::cout << description << blas_kernel_note();
     check_stdout_writes();
     const TrainSummary s = [&] {
       const StopOnSignals stop(t);

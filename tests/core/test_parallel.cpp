@@ -228,6 +228,17 @@ BOOST_AUTO_TEST_CASE(thread_counts_parse_auto_and_numbers) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(the_blas_note_names_older_kernels_on_a_cpu_with_avx2_and_fma) {
+  const std::string note = blas_kernel_note("Prescott", true, false);
+  BOOST_TEST(note.rfind("note   OpenBLAS chose its Prescott kernels", 0) == 0);
+  BOOST_TEST(note.find("OPENBLAS_CORETYPE=Haswell") != std::string::npos);
+  BOOST_TEST(!blas_kernel_note("SANDYBRIDGE", true, false).empty());  // AVX but no FMA kernels
+  BOOST_TEST(blas_kernel_note("Haswell", true, false).empty());       // the right kernels
+  BOOST_TEST(blas_kernel_note("Zen", true, false).empty());
+  BOOST_TEST(blas_kernel_note("Prescott", false, false).empty());     // an old CPU: nothing better
+  BOOST_TEST(blas_kernel_note("Prescott", true, true).empty());       // the user chose them
+}
+
 // Shapes big enough to be split: by rows (row counts that are no multiple of OpenBLAS's
 // unrolls, so the pieces' edges decide which rows take a kernel's tail loop), with a
 // transposed operand, and by batch item. On a CPU whose float32 kernel takes rows 12 at a
