@@ -64,6 +64,34 @@ uint32_t checked_crc(const FileReader& file, const ShardInfo& info, uint64_t beg
   return crc;
 }
 
+// A file with neither magic that is shaped like one of the headers behind its magic (a known
+// version and a token count that fits the size exactly) has a damaged magic: raw tokens do not
+// line up so by chance. Refused naming the bytes found, rather than trained on as raw uint16.
+void refuse_damaged_magic(const FileReader& file, const ShardInfo& info, const unsigned char* head) {
+  const std::string where = "token shard '" + info.path + "': ";
+  if (info.file_bytes >= kShardHeaderBytes) {
+    const uint32_t version = load_u32(head + 8), width = load_u32(head + 12);
+    const uint64_t count = load_u64(head + 16);
+    if (version == kShardVersion && (width == 2 || width == 4) &&
+        count == (info.file_bytes - kShardHeaderBytes) / width && kShardHeaderBytes + count * width == info.file_bytes) {
+      throw std::runtime_error(where + "wrong magic at byte offset 0: '" +
+                               std::string(reinterpret_cast<const char*>(head), 8) + "', expected 'agtokens' (the rest "
+                               "of the header is attograd's)");
+    }
+  }
+  if (info.file_bytes >= kLlmcHeaderBytes) {
+    unsigned char llmc[12];
+    file.read(0, llmc, sizeof llmc);
+    const uint32_t version = load_u32(llmc + 4);
+    const uint64_t count = load_u32(llmc + 8), width = version == 1 ? 2 : 4;
+    if ((version == 1 || version == 2) && kLlmcHeaderBytes + count * width == info.file_bytes) {
+      throw std::runtime_error(where + "wrong magic at byte offset 0: " + std::to_string(static_cast<int32_t>(load_u32(llmc))) +
+                               ", expected llm.c's " + std::to_string(kLlmcShardMagic) +
+                               " (the rest of the header is llm.c's)");
+    }
+  }
+}
+
 // The words of a file name: split at '_', '-' and '.'.
 std::vector<std::string> name_words(const std::string& name) {
   std::vector<std::string> words(1);
@@ -160,6 +188,7 @@ ShardInfo inspect_shard(const std::string& path, int64_t vocab) {
     declared = load_u32(head + 8);
   } else {
     info.layout = ShardLayout::nanogpt;
+    refuse_damaged_magic(file, info, head);
     if (info.file_bytes % 2 != 0) {
       throw std::runtime_error(where + "no attograd or llm.c magic at byte offset 0, and as nanoGPT's raw uint16 "
                                "tokens its size " + std::to_string(info.file_bytes) +

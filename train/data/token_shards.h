@@ -16,7 +16,8 @@
 // The rule: "agtokens" at offset 0 is ours, 20240520 in the first int32 is llm.c's, anything
 // else is nanoGPT's raw uint16. A raw file whose first tokens happen to spell a magic would be
 // misread; for GPT-2 ids it cannot happen (20240520 is the ids 54472, 308, and 54472 is past
-// GPT-2's 50257), and the header checks (version, count against the size) catch the rest.
+// GPT-2's 50257). A file without either magic whose next bytes are one of the two headers (a
+// known version and a count that fits the size exactly) has a damaged magic and is refused.
 //
 // A set: the arguments in order, a directory standing for its regular files whose names end in
 // ".bin", sorted by name. A file whose name has "val" as a word (split at '_', '-', '.': llm.c's
