@@ -22,9 +22,9 @@ val=$(sed -n 's/^  val   \([0-9]*\) tokens.*/\1/p' out.txt)
 grep -q "MB/s" err.txt || fail "no progress on stderr: $(cat err.txt)"
 [ "$(ls shards)" = "$(printf 'train_000000.bin\nval_000000.bin')" ] || fail "the shards: $(ls shards)"
 # The first validation tokens are the text's first bytes, as uint16 after the 32-byte header.
-[ "$(head -c 32 shards/val_000000.bin | head -c 8)" = agtokens ] || fail "no magic in val_000000.bin"
-want=$(head -c 20 tail.txt | od -An -v -tu1 | tr -s ' \n' ' ')
-got=$(tail -c +33 shards/val_000000.bin | head -c 40 | od -An -v -tu2 | tr -s ' \n' ' ')
+[ "$(head -c 8 shards/val_000000.bin)" = agtokens ] || fail "no magic in val_000000.bin"
+want=$(od -An -v -N 20 -tu1 tail.txt | tr -s ' \n' ' ')
+got=$(od -An -v -j 32 -N 40 -tu2 shards/val_000000.bin | tr -s ' \n' ' ')
 [ "$want" = "$got" ] || fail "val_000000.bin does not start with the text: '$got' against '$want'"
 "$prepare" --data tail.txt "$text" --tokenizer byte --out small --chunk-bytes 7 --shard-tokens 5000 >out.txt 2>err.txt ||
   fail "prepare_text --chunk-bytes 7 failed: $(cat err.txt)"
@@ -45,8 +45,7 @@ small=(--tokenizer byte --layers 1 --d-model 16 --heads 2 --block-size 16 --batc
 gpt() { "$build/examples/train_gpt" --data shards "${small[@]}" "$@"; }
 gpt --steps 3 --eval-every 3 >out.txt 2>&1 || fail "train_gpt on shards failed: $(cat out.txt)"
 grep -q "^data   shards: token shards, train 1 file (attograd), $((bytes - val)) tokens, validation 1 file (attograd), $val tokens" \
-  runs/train_gpt/shards/1/config.toml out.txt 2>/dev/null || grep -q "^data   shards: token shards" out.txt ||
-  fail "the data line: $(grep '^data' out.txt)"
+  out.txt || fail "the data line: $(grep '^data' out.txt)"
 
 # Stopped by a signal and resumed: the tensors of the uninterrupted run.
 long=(--steps 300 --eval-every 10 --dropout 0.1)
