@@ -1,10 +1,12 @@
 // Token shards (train/data/token_shards.h) and the streaming encoder (text_stream.h): each of the
 // three layouts, written here byte by byte, reads back as its tokens; broken files are refused
 // naming the file, the byte offset and the values; a set splits into training and validation
-// files by name; batches walk the training tokens in order as a pure function of the step; a
+// files by name; pages read are not kept; batches walk the training tokens in order as a pure
+// function of the step; a
 // GPT job on shards stops and resumes bit for bit and refuses other shards; and a text encoded
 // in pieces cut at the safe places gives the tokens of the whole text.
 #include <cstring>
+#include <fstream>
 #include <numeric>
 
 #include "attograd/train/data/bpe.h"
@@ -344,6 +346,33 @@ BOOST_AUTO_TEST_CASE(a_run_on_shards_stopped_and_resumed_is_bit_exact_and_refuse
   ShardRun changed({dir.file("set")}, o);
   AG_CHECK_THROWS_WITH(changed.trainer->resume(dir.file("ckpt.safetensors")), std::runtime_error, "'data' entry",
                        "crc32c_head");
+}
+
+// The resident size (VmRSS, file pages of mappings included) in KiB.
+int64_t resident_kib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
+
+// Reading a shard end to end keeps none of the pages passed: 64 MiB read in 1 MiB pieces leave
+// the resident size within 8 MiB of where it was (mapped pages would count in it otherwise).
+BOOST_AUTO_TEST_CASE(pages_read_are_not_kept) {
+  TempDir dir;
+  {
+    std::ofstream out(dir.file("big.bin"), std::ios::binary);
+    const std::string block(1 << 20, '\x01');  // tokens 257
+    for (int i = 0; i < 64; ++i) out.write(block.data(), static_cast<std::streamsize>(block.size()));
+  }
+  const TokenShard shard(dir.file("big.bin"), 0);
+  std::vector<int64_t> piece(1 << 19);
+  const int64_t before = resident_kib();
+  for (uint64_t at = 0; at < shard.size(); at += piece.size()) shard.read(at, piece.size(), piece.data());
+  const int64_t after = resident_kib();
+  BOOST_TEST(piece.back() == 257);
+  BOOST_TEST(after - before < 8 * 1024, "resident " << before << " KiB before, " << after << " KiB after 64 MiB");
 }
 
 BOOST_AUTO_TEST_CASE(a_text_encoded_in_pieces_gives_the_tokens_of_the_whole) {
