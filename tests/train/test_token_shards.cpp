@@ -2,9 +2,8 @@
 // three layouts, written here byte by byte, reads back as its tokens; broken files are refused
 // naming the file, the byte offset and the values; a set splits into training and validation
 // files by name; pages read are not kept; batches walk the training tokens in order as a pure
-// function of the step; a
-// GPT job on shards stops and resumes bit for bit and refuses other shards; and a text encoded
-// in pieces cut at the safe places gives the tokens of the whole text.
+// function of the step; a GPT job on shards stops and resumes bit for bit and refuses other
+// shards; and a text encoded in pieces cut at the safe places gives the tokens of the whole text.
 #include <cstring>
 #include <fstream>
 #include <numeric>
