@@ -50,6 +50,8 @@
 #include "attograd/train/data/seq2seq_tasks.h"
 #include "attograd/train/data/sequence_tasks.h"
 #include "attograd/train/data/text.h"
+#include "attograd/train/data/text_stream.h"
+#include "attograd/train/data/token_shards.h"
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/dist/data_parallel.h"
 #include "attograd/train/eval_text.h"

@@ -5,6 +5,7 @@
 //   build/examples/train_gpt --data my.txt --steps 2000 --save runs/my/ckpt.safetensors
 //   build/examples/train_gpt --data bible                     # the King James Bible
 //   build/examples/train_gpt --data part1.txt part2.txt       # several files, joined in order
+//   build/examples/train_gpt --data shards/ --tokenizer gpt2   # token shards (prepare_text, llm.c, nanoGPT)
 //   build/examples/train_gpt --resume runs/train_gpt/fortunes/latest/ckpt.safetensors
 //   build/examples/generate --checkpoint runs/train_gpt/fortunes/latest/ckpt.safetensors --prompt "The "
 //
@@ -16,6 +17,7 @@
 #include "attograd/core/skip_init.h"
 #include "attograd/train/data/bpe.h"
 #include "attograd/train/data/text.h"
+#include "attograd/train/data/token_shards.h"
 #include "attograd/train/io/gpt_weights.h"
 #include "train_gpt_cli.h"
 
@@ -52,18 +54,51 @@ std::string describe_finetune(const FineTuneOptions& f, const GPT& model) {
   return os.str();
 }
 
+// Whether --data names token shards: every argument a directory or a *.bin file (see
+// token_shards.h); text and shards together are refused.
+bool data_names_shards(const std::vector<std::string>& data) {
+  size_t shards = 0;
+  for (const std::string& d : data) shards += !is_corpus_name(d) && names_token_shards(d);
+  if (shards > 0 && shards < data.size()) {
+    throw UsageError("--data: token shards (directories, *.bin files) and texts cannot be mixed in one run");
+  }
+  return shards > 0;
+}
+
+// The run directory's name of a shard argument: a directory's own name, a file's stem.
+std::string shard_stem(const std::string& argument) {
+  const std::filesystem::path p(argument);
+  const std::filesystem::path name = p.has_filename() ? p.filename() : p.parent_path().filename();
+  return std::filesystem::is_directory(p) ? name.string() : p.stem().string();
+}
+
+// "3 files (llm.c), 1000000 tokens" for the data line.
+std::string describe_files(const std::vector<ShardInfo>& files) {
+  uint64_t tokens = 0;
+  std::string layouts;
+  for (const ShardInfo& f : files) {
+    tokens += f.tokens;
+    const std::string name = shard_layout_name(f.layout);
+    if (layouts.find(name) == std::string::npos) layouts += (layouts.empty() ? "" : ", ") + name;
+  }
+  return std::to_string(files.size()) + (files.size() == 1 ? " file (" : " files (") + layouts + "), " +
+         std::to_string(tokens) + " tokens";
+}
+
 int run(const TrainGPTArgs& a) {
   TrainingRun run(a, "gpt");
   const Checkpoint* ck = run.checkpoint();
   const TrainerOptions& t = run.trainer;
   const std::vector<std::string> sources = a.data.empty() ? std::vector<std::string>{"fortunes"} : a.data;
-  const Corpus corpus = read_corpus_sources(sources);
+  const bool on_shards = data_names_shards(a.data);
+  const Corpus corpus = on_shards ? Corpus{} : read_corpus_sources(sources);
   const std::string& text = corpus.text;
   // What the messages and the run's directory call the text: "fortunes", "kjv.txt", "a.txt + b.txt".
   std::string data, data_stem;
   for (size_t i = 0; i < sources.size(); ++i) {
     data += (i > 0 ? " + " : "") + sources[i];
     data_stem += (i > 0 ? "+" : "") + (is_corpus_name(sources[i]) ? sources[i]
+                                       : on_shards                ? shard_stem(sources[i])
                                                                   : std::filesystem::path(sources[i]).stem().string());
   }
   // A fine-tuning run takes its model and tokenizer from its base (--init-from) when the base is
@@ -74,6 +109,10 @@ int run(const TrainGPTArgs& a) {
                          gpt_weights_layout(finetune.init_from) == GPTWeightsLayout::attograd;
   std::optional<Checkpoint> base;  // such a base, opened (read and checked) once
   if (from_base) base.emplace(Checkpoint::open(finetune.init_from));
+  if (on_shards && !ck && !base && a.tokenizer == "char") {
+    throw UsageError("--data '" + data + "' names token shards: give the --tokenizer they were made with (byte, gpt2 "
+                     "or a vocabulary file of train_bpe); a character tokenizer is built from a text");
+  }
   const Tokenizer tokenizer = ck     ? gpt_tokenizer_from(*ck)
                               : base ? gpt_tokenizer_from(*base)
                                      : choose_tokenizer(a.tokenizer, text);
@@ -88,11 +127,26 @@ int run(const TrainGPTArgs& a) {
   run.check_fits(options.batch, estimate_training_memory(m, options.batch, t),
                    "the size is driven by --d-model, --layers and the vocabulary (parameters and optimizer state) "
                    "and by --batch, --block-size and --heads (activations)");
-  const std::vector<int64_t> tokens = tokenizer.encode(text);
-  if (static_cast<int64_t>(tokens.size()) < m.block_size + 1) {
-    throw UsageError("--data '" + data + "': the text is " + std::to_string(tokens.size()) +
-                     " tokens long, shorter than --block-size " + std::to_string(m.block_size) + " + 1 = " +
-                     std::to_string(m.block_size + 1) + " (give more text or lower --block-size)");
+  // Shards are mapped and their headers checked here, before anything is written; a text is
+  // tokenized whole.
+  std::optional<ShardSet> shards;
+  std::vector<int64_t> tokens;
+  if (on_shards) {
+    shards.emplace(open_shard_set(a.data, tokenizer.vocab_size(), options.train_fraction));
+    for (const auto& [part, size] : {std::pair{"training", shards->train.size()}, {"validation", shards->val.size()}}) {
+      if (size < static_cast<uint64_t>(m.block_size) + 1) {
+        throw UsageError("--data '" + data + "': the " + part + " tokens are " + std::to_string(size) +
+                         ", fewer than --block-size " + std::to_string(m.block_size) + " + 1 = " +
+                         std::to_string(m.block_size + 1) + " (give more data or lower --block-size)");
+      }
+    }
+  } else {
+    tokens = tokenizer.encode(text);
+    if (static_cast<int64_t>(tokens.size()) < m.block_size + 1) {
+      throw UsageError("--data '" + data + "': the text is " + std::to_string(tokens.size()) +
+                       " tokens long, shorter than --block-size " + std::to_string(m.block_size) + " + 1 = " +
+                       std::to_string(m.block_size + 1) + " (give more text or lower --block-size)");
+    }
   }
   if (options.eval_stride > m.block_size) {
     throw UsageError("--eval-stride " + std::to_string(options.eval_stride) + " is longer than the window, the context of " +
@@ -131,11 +185,25 @@ int run(const TrainGPTArgs& a) {
   // A checkpoint written before the data entry named the sources resumes without them: its
   // entry is the old one, and the token checksum alone still refuses another text.
   const bool record_sources = !ck || gpt_data_names_corpus(*ck);
-  GPTJob job(*model, tokenizer, tokens, options, record_sources ? corpus.parts : std::vector<CorpusPart>{});
-  const TextSplit& split = job.data();
-  about << "data   " << data << ": " << text.size() << " bytes, " << split.train.size() + split.val.size()
-        << " tokens (" << split.train.size() << " train, " << split.val.size() << " validation), "
-        << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n"
+  std::optional<GPTJob> job_storage;
+  if (shards) {
+    about << "data   " << data << ": token shards, train " << describe_files(shards->train_files);
+    if (shards->val_is_tail) {
+      about << " of which the last " << shards->val.size() << " validate (no validation file)";
+    } else {
+      about << ", validation " << describe_files(shards->val_files);
+    }
+    about << ", read in order; " << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n";
+    job_storage.emplace(*model, tokenizer, std::move(*shards), options);
+  } else {
+    job_storage.emplace(*model, tokenizer, tokens, options, record_sources ? corpus.parts : std::vector<CorpusPart>{});
+    const TextSplit& split = job_storage->data();
+    about << "data   " << data << ": " << text.size() << " bytes, " << split.train.size() + split.val.size()
+          << " tokens (" << split.train.size() << " train, " << split.val.size() << " validation), "
+          << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n";
+  }
+  GPTJob& job = *job_storage;
+  about
         << "model  GPT " << m.n_layers << " layers, " << m.n_head << " heads, d_model " << m.d_model << ", context "
         << m.block_size << ", dropout " << m.dropout << (m.bias ? "" : ", no biases") << ", "
         << model->num_parameters() << " parameters" << (m.activation == Activation::gelu ? "" : ", tanh GELU") << "\n"

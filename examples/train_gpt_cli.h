@@ -60,7 +60,8 @@ struct TrainGPTArgs : TrainingArgs {
     f.paths("--data", data,
             "text to learn: one or more files, joined in order (a newline between two where the first does not "
             "end with one), or a named corpus: fortunes (the default, Debian's fortunes) or bible (Debian's King "
-            "James Bible, one verse a line); ./NAME is a file so named",
+            "James Bible, one verse a line); ./NAME is a file so named. Token shards instead: directories or *.bin "
+            "files (prepare_text's, llm.c's or nanoGPT's; needs --tokenizer), read in order, *val* files validating",
             is_corpus_name)->expected(1, CLI::detail::expected_max_vector_size);
     f.group("data", true);
     // A vocabulary file given in a config is relative to the config, as every path there is.

@@ -1,6 +1,7 @@
 #include "attograd/train/gpt_job.h"
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 
@@ -50,9 +51,33 @@ std::string data_json(const GPTJobOptions& o, const std::vector<int64_t>& tokens
   return j.dump();
 }
 
+// The "data" entry of a job on shards: the files by name (not path, so a moved set resumes),
+// layout, size, token count and the checksums of their ends, read at open without a scan.
+std::string shard_data_json(const GPTJobOptions& o, const ShardSet& set) {
+  OrderedJson j = fields_to_json(o, kDataFields);
+  const auto files = [](const std::vector<ShardInfo>& infos) {
+    OrderedJson list = OrderedJson::array();
+    for (const ShardInfo& i : infos) {
+      list.push_back({{"name", std::filesystem::path(i.path).filename().string()},
+                      {"layout", shard_layout_name(i.layout)},
+                      {"bytes", i.file_bytes},
+                      {"tokens", i.tokens},
+                      {"crc32c_head", i.crc32c_head},
+                      {"crc32c_tail", i.crc32c_tail}});
+    }
+    return list;
+  };
+  j["shards"] = files(set.train_files);
+  j["val_shards"] = files(set.val_files);
+  j["validation"] = set.val_is_tail ? "tail" : "shards";
+  return j.dump();
+}
+
 GPTJobOptions data_options_from_json(const std::string& text, const GPTJobOptions& base) {
   const std::string op = "gpt data options: ";
-  return validated(fields_from_json(text, kDataFields, op, base, {"tokens", "crc32c", "corpus"}), op);
+  return validated(
+      fields_from_json(text, kDataFields, op, base, {"tokens", "crc32c", "corpus", "shards", "val_shards", "validation"}),
+      op);
 }
 
 }  // namespace
@@ -81,11 +106,8 @@ GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& toke
       options_(options),
       token_bytes_(tokenizer_.token_bytes()) {
   validate(options_);
+  check_vocab();
   const GPTOptions& m = model.options();
-  if (m.vocab != tokenizer_.vocab_size()) {
-    throw std::invalid_argument("GPTJob: the model's vocab " + std::to_string(m.vocab) + " differs from the " +
-                                tokenizer_.kind_name() + " tokenizer's " + std::to_string(tokenizer_.vocab_size()));
-  }
   check_long_enough("whole", tokens.size(), m.block_size);
   data_ = split_tokens(tokens, options_.train_fraction);
   check_long_enough("training part of the", data_.train.size(), m.block_size);
@@ -104,8 +126,58 @@ GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& toke
   if (prompt_.empty() || static_cast<int64_t>(prompt_.size()) > m.block_size) prompt_ = {data_.train.front()};
 }
 
+GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, ShardSet shards, const GPTJobOptions& options)
+    : TrainingJob("gpt", model, options.batch, model.options().vocab),
+      model_(model),
+      tokenizer_(std::move(tokenizer)),
+      options_(options),
+      token_bytes_(tokenizer_.token_bytes()),
+      shards_(std::make_shared<const ShardSet>(std::move(shards))) {
+  validate(options_);
+  check_vocab();
+  const GPTOptions& m = model.options();
+  check_long_enough("training shards'", shards_->train.size(), m.block_size);
+  check_long_enough(shards_->val_is_tail ? "validation tail of the shards'" : "validation shards'", shards_->val.size(),
+                    m.block_size);
+  if (options_.eval_stride > m.block_size) {
+    throw std::invalid_argument("GPTJob: eval_stride " + std::to_string(options_.eval_stride) +
+                                " is longer than the window, block_size " + std::to_string(m.block_size));
+  }
+  data_json_ = shard_data_json(options_, *shards_);
+  eval_ = shard_eval_batches(shards_->val, {.batch = options_.batch, .block_size = m.block_size}, options_.eval_windows);
+  try {
+    prompt_ = tokenizer_.encode(options_.sample_prompt);
+  } catch (const std::invalid_argument&) {
+    prompt_.clear();
+  }
+  if (prompt_.empty() || static_cast<int64_t>(prompt_.size()) > m.block_size) {
+    prompt_.assign(1, 0);
+    shards_->train.read(0, 1, prompt_.data());
+  }
+}
+
+void GPTJob::check_vocab() const {
+  if (model_.options().vocab != tokenizer_.vocab_size()) {
+    throw std::invalid_argument("GPTJob: the model's vocab " + std::to_string(model_.options().vocab) +
+                                " differs from the " + tokenizer_.kind_name() + " tokenizer's " +
+                                std::to_string(tokenizer_.vocab_size()));
+  }
+}
+
+const std::vector<int64_t>& GPTJob::validation_tokens(std::vector<int64_t>& held) const {
+  if (!shards_) return data_.val;
+  held = shards_->val.to_vector();
+  return held;
+}
+
 StepLoss GPTJob::loss(uint64_t index, const Shard& rows) {
   const int64_t block = model_.options().block_size;
+  if (shards_) {
+    // Only this rank's rows are read: each rank maps the set and copies its own windows.
+    const TextBatch part = sequential_batch(shards_->train, {.batch = options_.batch, .block_size = block},
+                                            static_cast<int64_t>(index), rows.begin, rows.rows);
+    return {.loss = model_.loss(part.inputs, part.targets), .tokens = options_.batch * block};
+  }
   const TextBatch batch = sample_batch(data_.train, {.batch = options_.batch, .block_size = block}, options_.seed, index);
   const bool whole = rows.begin == 0 && rows.rows == options_.batch;
   // The mean over B*T next-token predictions (the head and the loss in chunks: GPT::loss).
@@ -154,8 +226,9 @@ GPTJob::HeldOutLoss GPTJob::mean_loss(const std::vector<TextBatch>& batches, con
 SplitLoss GPTJob::evaluate_whole_split(const Ranks& ranks) {
   NoGradGuard no_grad;
   EvalModeGuard eval_mode(model_);
+  std::vector<int64_t> held;
   const std::vector<TextBatch> batches =
-      tiled_batches(data_.val, {.batch = options_.batch, .block_size = model_.options().block_size});
+      tiled_batches(validation_tokens(held), {.batch = options_.batch, .block_size = model_.options().block_size});
   int64_t windows = 0;
   for (const TextBatch& b : batches) windows += b.inputs.shape[0];
   const HeldOutLoss held_out = mean_loss(batches, ranks);
@@ -172,8 +245,9 @@ Evaluation GPTJob::evaluate(const Ranks& ranks) {
   line.precision(4);
   line << "validation loss " << e.loss << " (" << e.bits_per_byte << " bits per byte)";
   if (options_.eval_stride > 0) {
+    std::vector<int64_t> held;
     const TextScore s = sliding_window_perplexity(
-        model_, data_.val, token_bytes_, {.window = 0, .stride = options_.eval_stride, .batch = options_.batch}, ranks);
+        model_, validation_tokens(held), token_bytes_, {.window = 0, .stride = options_.eval_stride, .batch = options_.batch}, ranks);
     e.sliding_loss = s.nats_per_token();
     e.sliding_bits_per_byte = s.bits_per_byte();
     // A line of its own, shown on and off a terminal (the progress line has room for one loss).

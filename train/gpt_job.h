@@ -22,6 +22,15 @@
 // checksum of the tokens, so a resume on another text is refused, and "corpus": the name, bytes
 // and checksum of every source of the text in order, when the caller gave them). A checkpoint
 // written before "corpus" existed resumes with a job given no sources (gpt_data_names_corpus).
+//
+// On token shards (train/data/token_shards.h) the job reads its batches in order through the
+// training shards (sequential_batch: step n's rows are the windows n * batch + r) and validates
+// on the validation shards' evenly spaced windows, both through the mapping, so its memory does
+// not grow with the set. Its "data" entry then holds "shards" and "val_shards" (each file's
+// name, layout, bytes, token count and the CRC-32C of its first and last MiB) and "validation"
+// ("shards", or "tail" when the last 1 - train_fraction of the training tokens validate) in
+// place of the token count and checksum. --eval-stride and evaluate_whole_split read the
+// validation tokens into memory while they score them.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +41,7 @@
 
 #include "attograd/models/gpt.h"
 #include "attograd/train/data/text.h"
+#include "attograd/train/data/token_shards.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/job.h"
 
@@ -74,6 +84,9 @@ class GPTJob : public TrainingJob {
   // (read_corpus_sources), recorded in the "data" entry; none, none recorded.
   GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& tokens, const GPTJobOptions& options,
          const std::vector<CorpusPart>& corpus = {});
+  // The same job on token shards (see the top): the shards' tokens must be below the
+  // tokenizer's vocabulary (each read checks), both streams at least block_size + 1 long.
+  GPTJob(GPT& model, Tokenizer tokenizer, ShardSet shards, const GPTJobOptions& options);
 
   StepLoss loss(uint64_t index, const Shard& rows) override;
   Evaluation evaluate(const Ranks& ranks) override;
@@ -92,7 +105,10 @@ class GPTJob : public TrainingJob {
 
   const GPTJobOptions& options() const { return options_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
+  // The text's split; empty for a job on shards.
   const TextSplit& data() const { return data_; }
+  // The shards of a job on shards, else nullptr.
+  const ShardSet* shards() const { return shards_.get(); }
 
  private:
   GPT& model_;
@@ -103,6 +119,11 @@ class GPTJob : public TrainingJob {
   std::vector<TextBatch> eval_;
   std::vector<int64_t> prompt_;
   std::vector<int64_t> token_bytes_;  // the tokenizer's bytes per id
+  std::shared_ptr<const ShardSet> shards_;  // a job on shards: its set; data_ stays empty
+
+  void check_vocab() const;
+  // The validation tokens as a vector: data_.val, or the validation shards read into `held`.
+  const std::vector<int64_t>& validation_tokens(std::vector<int64_t>& held) const;
 
   // The mean loss over every window of `batches` (nats per token, bits per byte), each
   // window's rows split over the ranks.

@@ -152,6 +152,25 @@ void AtomicFile::write(const void* data, size_t bytes) {
   }
 }
 
+void AtomicFile::write_at(uint64_t offset, const void* data, size_t bytes) {
+  if (fd_ < 0) throw std::logic_error("AtomicFile::write_at: '" + path_ + "' was already committed or discarded");
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::pwrite(fd_, p, bytes, static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      discard();
+      throw std::runtime_error("cannot write '" + path_ + "': writing the temporary file at offset " +
+                               std::to_string(offset) + " failed: " + system_reason(err) +
+                               " (the previous file, if any, is unchanged)");
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
 void AtomicFile::commit() {
   if (fd_ < 0) throw std::logic_error("AtomicFile::commit: '" + path_ + "' was already committed or discarded");
   const auto fail = [&](const char* step, int err) {

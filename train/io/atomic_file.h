@@ -26,6 +26,9 @@ class AtomicFile {
 
   void write(const void* data, size_t bytes);
   void write(std::string_view text) { write(text.data(), text.size()); }
+  // Overwrites bytes already written (a header whose counts are known only at the end), without
+  // moving the position where write() appends. offset + bytes must not pass the bytes written.
+  void write_at(uint64_t offset, const void* data, size_t bytes);
   // Makes the new contents durable and visible under `path`. Call once.
   void commit();
 

@@ -1,0 +1,456 @@
+#include "attograd/train/data/token_shards.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+#include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/crc32c.h"
+
+namespace ag {
+
+namespace {
+
+constexpr uint64_t kFingerprintBytes = uint64_t{1} << 20;
+
+std::string quoted(const std::string& path) { return "'" + path + "'"; }
+
+uint32_t load_u32(const unsigned char* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+uint64_t load_u64(const unsigned char* p) { return uint64_t{load_u32(p)} | uint64_t{load_u32(p + 4)} << 32; }
+
+// Token i of a little-endian run of `width`-byte tokens.
+uint32_t token_at(const unsigned char* p, int width, uint64_t i) {
+  return width == 2 ? uint32_t{p[2 * i]} | uint32_t{p[2 * i + 1]} << 8 : load_u32(p + 4 * i);
+}
+
+[[noreturn]] void token_too_large(const std::string& path, uint64_t offset, uint32_t token, int64_t vocab) {
+  throw std::runtime_error("token shard " + quoted(path) + ": the token at byte offset " + std::to_string(offset) +
+                           " is " + std::to_string(token) + ", not below the tokenizer's vocabulary of " +
+                           std::to_string(vocab) + " (the shard was made with another tokenizer: give its --tokenizer)");
+}
+
+// CRC-32C of bytes [begin, end) of the file, read in bounded pieces; the tokens among them
+// (those wholly inside, counted from the header) checked against vocab.
+uint32_t checked_crc(const FileReader& file, const ShardInfo& info, uint64_t begin, uint64_t end, int64_t vocab) {
+  std::vector<unsigned char> buf(std::min<uint64_t>(end - begin, 1 << 16));
+  uint32_t crc = 0;
+  for (uint64_t at = begin; at < end;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), end - at));
+    file.read(at, buf.data(), n);
+    crc = crc32c(buf.data(), n, crc);
+    if (vocab > 0) {
+      const uint64_t w = static_cast<uint64_t>(info.token_bytes);
+      // The first token boundary at or after `at`, within the token area.
+      uint64_t t = std::max(at, info.header_bytes);
+      t += (w - (t - info.header_bytes) % w) % w;
+      for (; t + w <= at + n; t += w) {
+        const uint32_t token = token_at(buf.data() + (t - at), info.token_bytes, 0);
+        if (token >= static_cast<uint64_t>(vocab)) token_too_large(info.path, t, token, vocab);
+      }
+    }
+    at += n;
+  }
+  return crc;
+}
+
+// A file with neither magic that is shaped like one of the headers behind its magic (a known
+// version and a token count that fits the size exactly) has a damaged magic: raw tokens do not
+// line up so by chance. Refused naming the bytes found, rather than trained on as raw uint16.
+void refuse_damaged_magic(const FileReader& file, const ShardInfo& info, const unsigned char* head) {
+  const std::string where = "token shard '" + info.path + "': ";
+  if (info.file_bytes >= kShardHeaderBytes) {
+    const uint32_t version = load_u32(head + 8), width = load_u32(head + 12);
+    const uint64_t count = load_u64(head + 16);
+    if (version == kShardVersion && (width == 2 || width == 4) &&
+        count == (info.file_bytes - kShardHeaderBytes) / width && kShardHeaderBytes + count * width == info.file_bytes) {
+      throw std::runtime_error(where + "wrong magic at byte offset 0: '" +
+                               std::string(reinterpret_cast<const char*>(head), 8) + "', expected 'agtokens' (the rest "
+                               "of the header is attograd's)");
+    }
+  }
+  if (info.file_bytes >= kLlmcHeaderBytes) {
+    unsigned char llmc[12];
+    file.read(0, llmc, sizeof llmc);
+    const uint32_t version = load_u32(llmc + 4);
+    const uint64_t count = load_u32(llmc + 8), width = version == 1 ? 2 : 4;
+    if ((version == 1 || version == 2) && kLlmcHeaderBytes + count * width == info.file_bytes) {
+      throw std::runtime_error(where + "wrong magic at byte offset 0: " + std::to_string(static_cast<int32_t>(load_u32(llmc))) +
+                               ", expected llm.c's " + std::to_string(kLlmcShardMagic) +
+                               " (the rest of the header is llm.c's)");
+    }
+  }
+}
+
+// The words of a file name: split at '_', '-' and '.'.
+std::vector<std::string> name_words(const std::string& name) {
+  std::vector<std::string> words(1);
+  for (const char c : name) {
+    if (c == '_' || c == '-' || c == '.') {
+      words.emplace_back();
+    } else {
+      words.back() += c;
+    }
+  }
+  return words;
+}
+
+void check_batch(const char* op, const TokenStream& tokens, const TextBatchOptions& o) {
+  if (o.batch < 1) throw std::invalid_argument(std::string(op) + ": batch must be >= 1, got " + std::to_string(o.batch));
+  if (o.block_size < 1) {
+    throw std::invalid_argument(std::string(op) + ": block_size must be >= 1, got " + std::to_string(o.block_size));
+  }
+  if (tokens.size() < static_cast<uint64_t>(o.block_size) + 1) {
+    throw std::invalid_argument(std::string(op) + ": the shards hold " + std::to_string(tokens.size()) +
+                                " tokens but a window needs block_size + 1 = " + std::to_string(o.block_size + 1));
+  }
+}
+
+TextBatch zero_batch(int64_t rows, int64_t block) {
+  const std::vector<int64_t> zeros(static_cast<size_t>(rows * block), 0);
+  return TextBatch{.inputs = Indices(Shape{rows, block}, zeros), .targets = Indices(Shape{rows, block}, zeros)};
+}
+
+// Row `row` of `out` from the window of block + 1 tokens at `start`.
+void fill_window(const TokenStream& tokens, uint64_t start, int64_t block, int64_t row, std::vector<int64_t>& buf,
+                 TextBatch& out) {
+  tokens.read(start, static_cast<uint64_t>(block) + 1, buf.data());
+  const auto at = static_cast<std::ptrdiff_t>(row * block);
+  std::copy(buf.begin(), buf.begin() + block, out.inputs.data.begin() + at);
+  std::copy(buf.begin() + 1, buf.begin() + block + 1, out.targets.data.begin() + at);
+}
+
+}  // namespace
+
+const char* shard_layout_name(ShardLayout layout) {
+  switch (layout) {
+    case ShardLayout::attograd: return "attograd";
+    case ShardLayout::llmc: return "llm.c";
+    case ShardLayout::nanogpt: return "nanoGPT";
+  }
+  return "?";
+}
+
+int shard_token_bytes(int64_t vocab) { return vocab <= 65536 ? 2 : 4; }
+
+ShardInfo inspect_shard(const std::string& path, int64_t vocab) {
+  const FileReader file(path);  // refuses what is not a regular file, naming it
+  ShardInfo info;
+  info.path = path;
+  info.file_bytes = file.size();
+  const std::string where = "token shard " + quoted(path) + ": ";
+  if (info.file_bytes == 0) throw std::runtime_error(where + "the file is empty (0 bytes)");
+  unsigned char head[kShardHeaderBytes] = {};
+  file.read(0, head, std::min<uint64_t>(sizeof head, info.file_bytes));
+  const auto need_header = [&](uint64_t bytes, const char* layout) {
+    if (info.file_bytes < bytes) {
+      throw std::runtime_error(where + "truncated: " + std::to_string(info.file_bytes) + " bytes, shorter than " +
+                               layout + "'s header of " + std::to_string(bytes) + " bytes (the file ends at byte offset " +
+                               std::to_string(info.file_bytes) + ")");
+    }
+  };
+  uint64_t declared = 0;
+  if (info.file_bytes >= sizeof kShardMagic && std::memcmp(head, kShardMagic, sizeof kShardMagic) == 0) {
+    info.layout = ShardLayout::attograd;
+    need_header(kShardHeaderBytes, "attograd");
+    const uint32_t version = load_u32(head + 8), width = load_u32(head + 12);
+    if (version != kShardVersion) {
+      throw std::runtime_error(where + "version " + std::to_string(version) + " at byte offset 8, this reader knows " +
+                               std::to_string(kShardVersion));
+    }
+    if (width != 2 && width != 4) {
+      throw std::runtime_error(where + "bytes per token " + std::to_string(width) +
+                               " at byte offset 12, expected 2 (uint16) or 4 (uint32)");
+    }
+    info.header_bytes = kShardHeaderBytes;
+    info.token_bytes = static_cast<int>(width);
+    declared = load_u64(head + 16);
+  } else if (info.file_bytes >= 4 && static_cast<int32_t>(load_u32(head)) == kLlmcShardMagic) {
+    info.layout = ShardLayout::llmc;
+    need_header(kLlmcHeaderBytes, "llm.c");
+    const uint32_t version = load_u32(head + 4);
+    if (version != 1 && version != 2) {
+      throw std::runtime_error(where + "llm.c version " + std::to_string(version) +
+                               " at byte offset 4, expected 1 (uint16 tokens) or 2 (uint32 tokens)");
+    }
+    info.header_bytes = kLlmcHeaderBytes;
+    info.token_bytes = version == 1 ? 2 : 4;
+    declared = load_u32(head + 8);
+  } else {
+    info.layout = ShardLayout::nanogpt;
+    refuse_damaged_magic(file, info, head);
+    if (info.file_bytes % 2 != 0) {
+      throw std::runtime_error(where + "no attograd or llm.c magic at byte offset 0, and as nanoGPT's raw uint16 "
+                               "tokens its size " + std::to_string(info.file_bytes) +
+                               " is odd: truncated, or not a token file (the last token would start at byte offset " +
+                               std::to_string(info.file_bytes - 1) + ")");
+    }
+    declared = info.file_bytes / 2;
+  }
+  info.tokens = (info.file_bytes - info.header_bytes) / static_cast<uint64_t>(info.token_bytes);
+  const uint64_t expected = info.header_bytes + declared * static_cast<uint64_t>(info.token_bytes);
+  if (expected != info.file_bytes) {
+    throw std::runtime_error(where + "the header (" + shard_layout_name(info.layout) + ") counts " +
+                             std::to_string(declared) + " tokens of " + std::to_string(info.token_bytes) +
+                             " bytes, which end at byte offset " + std::to_string(expected) + ", but the file has " +
+                             std::to_string(info.file_bytes) + " bytes" +
+                             (expected > info.file_bytes ? " (truncated)" : " (bytes after the tokens)"));
+  }
+  if (info.tokens == 0) throw std::runtime_error(where + "holds no tokens");
+  const uint64_t head_end = std::min(info.file_bytes, kFingerprintBytes);
+  const uint64_t tail_begin = info.file_bytes - head_end;
+  info.crc32c_head = checked_crc(file, info, 0, head_end, vocab);
+  info.crc32c_tail = checked_crc(file, info, tail_begin, info.file_bytes, vocab);
+  return info;
+}
+
+TokenShard::TokenShard(const std::string& path, int64_t vocab) : info_(inspect_shard(path, vocab)), vocab_(vocab) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("token shard " + quoted(path) + ": cannot open: " + std::strerror(errno));
+  map_bytes_ = info_.file_bytes;
+  void* p = ::mmap(nullptr, map_bytes_, PROT_READ, MAP_SHARED, fd, 0);
+  const int err = errno;
+  ::close(fd);  // the mapping keeps the file
+  if (p == MAP_FAILED) throw std::runtime_error("token shard " + quoted(path) + ": cannot map: " + std::strerror(err));
+  map_ = static_cast<const unsigned char*>(p);
+}
+
+TokenShard::~TokenShard() {
+  if (map_ != nullptr) ::munmap(const_cast<unsigned char*>(map_), map_bytes_);
+}
+
+void TokenShard::read(uint64_t first, uint64_t n, int64_t* out) const {
+  const uint64_t w = static_cast<uint64_t>(info_.token_bytes);
+  const unsigned char* p = map_ + info_.header_bytes + first * w;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t token = token_at(p, info_.token_bytes, i);
+    if (vocab_ > 0 && token >= static_cast<uint64_t>(vocab_)) {
+      token_too_large(info_.path, info_.header_bytes + (first + i) * w, token, vocab_);
+    }
+    out[i] = token;
+  }
+  // Drop the pages just read from this process: the next read is elsewhere (or the page cache
+  // has them), and pages kept would make the resident size grow with the steps.
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p + n * w);
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+TokenStream::TokenStream(std::vector<std::shared_ptr<const TokenShard>> shards) : shards_(std::move(shards)) {
+  uint64_t total = 0;
+  for (const auto& s : shards_) {
+    starts_.push_back(total);
+    total += s->size();
+  }
+  starts_.push_back(total);
+  end_ = total;
+}
+
+void TokenStream::read(uint64_t first, uint64_t n, int64_t* out) const {
+  if (first + n > size()) {
+    throw std::logic_error("TokenStream::read: tokens [" + std::to_string(first) + ", " + std::to_string(first + n) +
+                           ") of " + std::to_string(size()));
+  }
+  uint64_t at = begin_ + first;
+  // The shard holding `at`: the last whose start is <= at.
+  size_t s = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end() - 1, at) - starts_.begin()) - 1;
+  while (n > 0) {
+    const uint64_t in_shard = at - starts_[s];
+    const uint64_t take = std::min(n, shards_[s]->size() - in_shard);
+    shards_[s]->read(in_shard, take, out);
+    out += take;
+    at += take;
+    n -= take;
+    ++s;
+  }
+}
+
+TokenStream TokenStream::slice(uint64_t begin, uint64_t end) const {
+  if (begin > end || end > size()) throw std::logic_error("TokenStream::slice: out of range");
+  TokenStream out = *this;
+  out.begin_ = begin_ + begin;
+  out.end_ = begin_ + end;
+  return out;
+}
+
+std::vector<int64_t> TokenStream::to_vector() const {
+  std::vector<int64_t> out(size());
+  // In pieces, so each piece's pages are dropped as the copy goes.
+  constexpr uint64_t kPiece = uint64_t{1} << 20;
+  for (uint64_t at = 0; at < size(); at += kPiece) read(at, std::min(kPiece, size() - at), out.data() + at);
+  return out;
+}
+
+bool names_token_shards(const std::string& argument) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(argument, ec)) return true;
+  return argument.size() > 4 && argument.compare(argument.size() - 4, 4, ".bin") == 0;
+}
+
+bool is_validation_shard(const std::string& path) {
+  const std::vector<std::string> words = name_words(std::filesystem::path(path).filename().string());
+  return std::find(words.begin(), words.end(), "val") != words.end();
+}
+
+std::vector<std::string> list_token_shards(const std::vector<std::string>& arguments) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const std::string& a : arguments) {
+    std::error_code ec;
+    if (!fs::is_directory(a, ec)) {
+      files.push_back(a);
+      continue;
+    }
+    std::vector<std::string> here;
+    for (const fs::directory_entry& e : fs::directory_iterator(a, ec)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_regular_file(ec) && name.size() > 4 && name.compare(name.size() - 4, 4, ".bin") == 0) {
+        here.push_back(e.path().string());
+      }
+    }
+    if (ec) throw std::runtime_error("token shards: cannot list " + quoted(a) + ": " + ec.message());
+    if (here.empty()) throw std::runtime_error("token shards: the directory " + quoted(a) + " holds no *.bin file");
+    std::sort(here.begin(), here.end());
+    files.insert(files.end(), here.begin(), here.end());
+  }
+  if (files.empty()) throw std::runtime_error("token shards: no shard file given");
+  return files;
+}
+
+ShardSet open_shard_set(const std::vector<std::string>& arguments, int64_t vocab, double train_fraction) {
+  if (!(train_fraction > 0 && train_fraction < 1)) {
+    throw std::invalid_argument("open_shard_set: train_fraction must lie in (0, 1), got " + std::to_string(train_fraction));
+  }
+  ShardSet set;
+  std::vector<std::shared_ptr<const TokenShard>> train, val;
+  for (const std::string& path : list_token_shards(arguments)) {
+    auto shard = std::make_shared<const TokenShard>(path, vocab);
+    if (is_validation_shard(path)) {
+      set.val_files.push_back(shard->info());
+      val.push_back(std::move(shard));
+    } else {
+      set.train_files.push_back(shard->info());
+      train.push_back(std::move(shard));
+    }
+  }
+  if (train.empty()) {
+    throw std::runtime_error("token shards: every file given validates (its name has the word 'val'), none trains: "
+                             "give the training shards too");
+  }
+  set.train = TokenStream(std::move(train));
+  if (val.empty()) {
+    const uint64_t n = set.train.size();
+    const uint64_t cut = std::min(n, static_cast<uint64_t>(std::floor(static_cast<double>(n) * train_fraction)));
+    set.val = set.train.slice(cut, n);
+    set.train = set.train.slice(0, cut);
+    set.val_is_tail = true;
+  } else {
+    set.val = TokenStream(std::move(val));
+  }
+  return set;
+}
+
+TextBatch sequential_batch(const TokenStream& tokens, const TextBatchOptions& options, int64_t step, int64_t rows_begin,
+                           int64_t rows) {
+  check_batch("sequential_batch", tokens, options);
+  if (step < 0) throw std::invalid_argument("sequential_batch: step must be >= 0, got " + std::to_string(step));
+  const uint64_t block = static_cast<uint64_t>(options.block_size);
+  const uint64_t windows = (tokens.size() - 1) / block;
+  TextBatch out = zero_batch(rows, options.block_size);
+  std::vector<int64_t> buf(block + 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    __extension__ typedef unsigned __int128 Uint128;
+    const Uint128 w = static_cast<Uint128>(step) * static_cast<uint64_t>(options.batch) + static_cast<uint64_t>(rows_begin + r);
+    fill_window(tokens, static_cast<uint64_t>(w % windows) * block, options.block_size, r, buf, out);
+  }
+  return out;
+}
+
+std::vector<TextBatch> shard_eval_batches(const TokenStream& tokens, const TextBatchOptions& options,
+                                          int64_t max_windows) {
+  check_batch("shard_eval_batches", tokens, options);
+  if (max_windows < 1) {
+    throw std::invalid_argument("shard_eval_batches: max_windows must be >= 1, got " + std::to_string(max_windows));
+  }
+  // eval_batches' placement (text.cpp), over the stream.
+  const uint64_t last_start = tokens.size() - static_cast<uint64_t>(options.block_size) - 1;
+  uint64_t windows = std::min(static_cast<uint64_t>(max_windows), last_start + 1);
+  const uint64_t batch = static_cast<uint64_t>(options.batch);
+  if (windows >= batch) windows -= windows % batch;
+  std::vector<TextBatch> out;
+  std::vector<int64_t> buf(static_cast<size_t>(options.block_size) + 1);
+  for (uint64_t first = 0; first < windows; first += batch) {
+    const uint64_t rows = std::min(batch, windows - first);
+    TextBatch b = zero_batch(static_cast<int64_t>(rows), options.block_size);
+    for (uint64_t r = 0; r < rows; ++r) {
+      __extension__ typedef unsigned __int128 Uint128;
+      const uint64_t i = first + r;
+      const uint64_t start =
+          windows == 1 ? 0 : static_cast<uint64_t>(static_cast<Uint128>(i) * last_start / (windows - 1));
+      fill_window(tokens, start, options.block_size, static_cast<int64_t>(r), buf, b);
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+struct ShardWriter::Impl {
+  AtomicFile file;
+  std::vector<unsigned char> buf;
+  explicit Impl(const std::string& path) : file(path) {}
+};
+
+ShardWriter::ShardWriter(const std::string& path, int token_bytes)
+    : impl_(std::make_unique<Impl>(path)), token_bytes_(token_bytes) {
+  if (token_bytes != 2 && token_bytes != 4) {
+    throw std::invalid_argument("ShardWriter: bytes per token must be 2 or 4, got " + std::to_string(token_bytes));
+  }
+  // The header with a count of 0 for now; commit() writes the real one.
+  const unsigned char zeros[kShardHeaderBytes] = {};
+  impl_->file.write(zeros, sizeof zeros);
+}
+
+ShardWriter::~ShardWriter() = default;
+
+void ShardWriter::append(const int64_t* tokens, size_t n) {
+  const int64_t limit = token_bytes_ == 2 ? int64_t{65535} : int64_t{0xffffffff};
+  std::vector<unsigned char>& buf = impl_->buf;
+  buf.resize(n * static_cast<size_t>(token_bytes_));
+  unsigned char* p = buf.data();
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t t = tokens[i];
+    if (t < 0 || t > limit) {
+      throw std::invalid_argument("ShardWriter: token " + std::to_string(t) + " does not fit " +
+                                  std::to_string(token_bytes_) + " bytes ('" + impl_->file.path() + "')");
+    }
+    for (int b = 0; b < token_bytes_; ++b) *p++ = static_cast<unsigned char>(static_cast<uint64_t>(t) >> (8 * b));
+  }
+  impl_->file.write(buf.data(), buf.size());
+  count_ += n;
+}
+
+void ShardWriter::commit() {
+  unsigned char header[kShardHeaderBytes] = {};
+  std::memcpy(header, kShardMagic, sizeof kShardMagic);
+  const auto put = [&](size_t at, uint64_t v, int bytes) {
+    for (int b = 0; b < bytes; ++b) header[at + static_cast<size_t>(b)] = static_cast<unsigned char>(v >> (8 * b));
+  };
+  put(8, kShardVersion, 4);
+  put(12, static_cast<uint64_t>(token_bytes_), 4);
+  put(16, count_, 8);
+  impl_->file.write_at(0, header, sizeof header);
+  impl_->file.commit();
+}
+
+}  // namespace ag
