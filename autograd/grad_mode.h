@@ -10,15 +10,22 @@ namespace ag {
 bool grad_enabled();
 void set_grad_enabled(bool enabled);
 
-class NoGradGuard {
+// GradModeGuard: grad mode set to `enabled` inside its scope (recompute turns it on for the
+// second run of a region, whatever the caller of backward had).
+class GradModeGuard {
  public:
-  NoGradGuard() : saved_(grad_enabled()) { set_grad_enabled(false); }
-  ~NoGradGuard() { set_grad_enabled(saved_); }
-  NoGradGuard(const NoGradGuard&) = delete;
-  NoGradGuard& operator=(const NoGradGuard&) = delete;
+  explicit GradModeGuard(bool enabled) : saved_(grad_enabled()) { set_grad_enabled(enabled); }
+  ~GradModeGuard() { set_grad_enabled(saved_); }
+  GradModeGuard(const GradModeGuard&) = delete;
+  GradModeGuard& operator=(const GradModeGuard&) = delete;
 
  private:
   bool saved_;
+};
+
+class NoGradGuard : public GradModeGuard {
+ public:
+  NoGradGuard() : GradModeGuard(false) {}
 };
 
 bool anomaly_enabled();

@@ -11,18 +11,6 @@ namespace ag {
 
 namespace {
 
-// Grad mode on for the second run, whatever the caller of backward() had.
-class GradOnGuard {
- public:
-  GradOnGuard() : saved_(grad_enabled()) { set_grad_enabled(true); }
-  ~GradOnGuard() { set_grad_enabled(saved_); }
-  GradOnGuard(const GradOnGuard&) = delete;
-  GradOnGuard& operator=(const GradOnGuard&) = delete;
-
- private:
-  bool saved_;
-};
-
 // What the backward of a region keeps from its forward: each input's value (and, for a leaf,
 // the leaf itself, which the second run reads as itself).
 struct SavedInput {
@@ -79,7 +67,7 @@ Variable recompute(const char* name, RecomputeFn fn, const std::vector<Variable>
                        {
                          GeneratorStateGuard restore;
                          default_generator().set_state(randomness);
-                         GradOnGuard record;
+                         GradModeGuard record(true);  // whatever the caller of backward() had
                          y = fn(again);
                        }
                        if (!y.defined() || y.shape() != g.shape() || y.dtype() != g.dtype()) {
