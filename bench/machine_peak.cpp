@@ -6,7 +6,7 @@
 //     OpenBLAS's threads, no attograd code in between: the floor for the products of a step.
 // bench/RESULTS.md uses both to say how fast a whole GPT step can possibly be here.
 //
-//   build/bench/machine_peak [--threads 2] [--config large]
+//   build/bench/machine_peak [--threads 2] [--config baby|large|gpt2-4x64|gpt2-8x256]
 #include <CLI/CLI.hpp>
 #include <cblas.h>
 #include <immintrin.h>
@@ -68,8 +68,9 @@ struct Config {
 // each as its forward y = x W^T, dX = g W and dW = g^T x. Returns the best seconds of five.
 double step_products(const Config& c, double& flops) {
   const int64_t d = c.d_model, n = c.tokens;
-  std::vector<float> x(static_cast<size_t>(n * 4 * d), 0.1f), y(x.size(), 0.2f);
-  std::vector<float> w(static_cast<size_t>(4 * d * d), 0.01f), dw(w.size());
+  const int64_t widest = std::max(4 * d, c.vocab);  // the widest output: the feed-forward or the head
+  std::vector<float> x(static_cast<size_t>(n * 4 * d), 0.1f), y(static_cast<size_t>(n * widest), 0.2f);
+  std::vector<float> w(static_cast<size_t>(widest * d), 0.01f), dw(w.size());
   struct Shape {
     int64_t in, out;
   };
@@ -106,14 +107,18 @@ int main(int argc, char** argv) {
   int threads = 2;
   std::string config = "large";
   app.add_option("--threads", threads, "threads for the FMA peak and for OpenBLAS")->check(CLI::Range(1, 256));
-  app.add_option("--config", config, "the model whose products are timed")->check(CLI::IsMember({"baby", "large"}));
+  app.add_option("--config", config, "the model whose products are timed")
+      ->check(CLI::IsMember({"baby", "large", "gpt2-4x64", "gpt2-8x256"}));
   CLI11_PARSE(app, argc, argv);
 
   std::printf("FMA peak, 256-bit, register-only: 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n", fma_peak(1),
               threads, fma_peak(threads));
   openblas_set_num_threads(threads);
   // bench/gpt_step's shapes: tokens = batch * context.
-  const Config c = config == "baby" ? Config{4, 128, 32 * 128, 96} : Config{6, 384, 8 * 256, 96};
+  const Config c = config == "baby"        ? Config{4, 128, 32 * 128, 96}
+                   : config == "large"     ? Config{6, 384, 8 * 256, 96}
+                   : config == "gpt2-4x64" ? Config{12, 768, 4 * 64, 50257}
+                                           : Config{12, 768, 8 * 256, 50257};
   double flops = 0;
   const double s = step_products(c, flops);
   std::printf("%s step's linear products through OpenBLAS (%d threads): %.1f GFLOP in %.1f ms = %.1f GFLOP/s\n",
