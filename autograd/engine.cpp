@@ -106,24 +106,57 @@ void GradSink::add_matmul(size_t i, const Tensor& a, const Tensor& b) {
   const Shape& target = i < node_.edges_.size() ? node_.edges_[i].shape : product;
   const bool reshapes = target.numel() == m * n;
   if (!checked_edge(i, reshapes ? target : product, a.dtype(), true).active()) return;
-  const Edge& e = node_.edges_[i];
-  // In place only into a gradient nobody else sees; under anomaly mode the product is checked
-  // for non-finite values before it is added, so it must exist on its own.
-  Tensor* into = nullptr;
-  if (!anomaly_enabled()) {
-    if (e.leaf) {
-      if (e.leaf->grad.defined() && e.leaf->grad.is_contiguous()) into = &e.leaf->grad;
-    } else if (Node& next = *e.node; next.pending_.defined()) {
-      if (next.pending_borrowed_ && sole_owner(next.pending_)) next.pending_borrowed_ = false;
-      if (!next.pending_borrowed_ && next.pending_.is_contiguous()) into = &next.pending_;
-    }
-  }
-  if (into != nullptr) {
+  if (Tensor* into = in_place_target(i)) {
     Tensor out = into->view(product);
     kernels::matmul_add_(out, a, b);
     return;
   }
-  accumulate(i, kernels::matmul(a, b).view(e.shape), /*owned=*/true);
+  accumulate(i, kernels::matmul(a, b).view(node_.edges_[i].shape), /*owned=*/true);
+}
+
+Tensor* GradSink::in_place_target(size_t i) {
+  // In place only into a gradient nobody else sees; under anomaly mode an addition is checked
+  // for non-finite values before it is made, so it must exist on its own.
+  const Edge& e = node_.edges_[i];
+  if (anomaly_enabled()) return nullptr;
+  if (e.leaf) return e.leaf->grad.defined() && e.leaf->grad.is_contiguous() ? &e.leaf->grad : nullptr;
+  Node& next = *e.node;
+  if (!next.pending_.defined()) return nullptr;
+  if (next.pending_borrowed_ && sole_owner(next.pending_)) next.pending_borrowed_ = false;
+  return !next.pending_borrowed_ && next.pending_.is_contiguous() ? &next.pending_ : nullptr;
+}
+
+void GradSink::add_rows(size_t i, const Tensor& rows, const std::vector<int64_t>& at) {
+  const Shape target = i < node_.edges_.size() ? node_.edges_[i].shape : Shape();
+  const bool ok = rows.defined() && rows.dim() == 2 && rows.shape()[0] == static_cast<int64_t>(at.size()) &&
+                  target.rank() >= 1 && target.numel() == target[0] * rows.shape()[1];
+  if (!ok) {
+    throw std::logic_error("backward of '" + node_.name_ + "': add_rows for input " + std::to_string(i) +
+                           " needs rows (R, D) for R row numbers of a gradient (N, D), got rows " +
+                           (rows.defined() ? rows.shape().str() : std::string("undefined")) + " for " +
+                           std::to_string(at.size()) + " row numbers into " + target.str());
+  }
+  if (!checked_edge(i, target, rows.dtype(), true).active()) return;
+  const int64_t n = target[0], d = rows.shape()[1];
+  for (const int64_t r : at) {
+    if (r < 0 || r >= n) {
+      throw std::logic_error("backward of '" + node_.name_ + "': add_rows to row " + std::to_string(r) +
+                             " of a gradient of " + std::to_string(n) + " rows");
+    }
+  }
+  Tensor* into = in_place_target(i);
+  Tensor table = into != nullptr ? *into : zeros(target, rows.dtype());
+  const Tensor src = rows.contiguous();
+  dispatch(src.dtype(), [&]<typename T>(T) {
+    T* dst = table.data<T>();
+    const T* from = src.data<T>();
+    for (size_t r = 0; r < at.size(); ++r) {
+      T* row = dst + at[r] * d;
+      const T* add = from + static_cast<int64_t>(r) * d;
+      for (int64_t j = 0; j < d; ++j) row[j] += add[j];
+    }
+  });
+  if (into == nullptr) accumulate(i, std::move(table), /*owned=*/true);
 }
 
 Tensor GradSink::take_gathered(size_t i) {

@@ -129,6 +129,12 @@ class GradSink {
   // gathering and owns) the product is accumulated into it by BLAS with beta = 1: no
   // temporary, no separate addition; otherwise the product becomes the gradient.
   void add_matmul(size_t i, const Tensor& a, const Tensor& b);
+  // Adds row r of `rows` (R, D) to row at[r] of input i's gradient, seen as (N, D): a scatter
+  // into a table's gradient (embedding's backward). The rows named in `at` must differ. As in
+  // add_matmul, when that gradient already exists the rows are added in place, so the cost is
+  // the rows touched, not a table-sized temporary; otherwise a zero table holding the rows
+  // becomes the gradient. Each element is added once either way, so both give the same bits.
+  void add_rows(size_t i, const Tensor& rows, const std::vector<int64_t>& at);
   // Whether this node's backward can run again (backward with retain_graph). When not, the
   // node is freed right after this call, and a closure declared `mutable` may drop a saved
   // tensor as soon as it has read it, so that its memory serves the gradients still to come
@@ -148,6 +154,9 @@ class GradSink {
   // over (checked against the input when the edge is active).
   const Edge& checked_edge(size_t i, const Shape& shape, DType dtype, bool defined) const;
   void accumulate(size_t i, Tensor g, bool owned);
+  // The gradient of input i that an in-place addition may write to (a leaf's, or the one a
+  // node is gathering and owns), or null: then the caller makes one and hands it to accumulate.
+  Tensor* in_place_target(size_t i);
   Node& node_;
   bool retain_graph_;
 };

@@ -1,13 +1,15 @@
-// embedding: a row gather; backward scatter-adds the output gradient into a dense (num, dim)
-// weight gradient. Only the ids are saved.
+// embedding: a row gather; backward sums the output gradient's rows per id and adds each sum to
+// that id's row of the weight gradient (GradSink::add_rows: in place when the gradient exists,
+// so a step touches the rows it used, not the whole table). Only the ids are saved.
 //
 // The kernels:
-// Embedding lookup: a gather of weight rows by id, and its backward, a scatter-add into a
-// zero table (ids that repeat add up; the padding row is skipped).
+// Embedding lookup: a gather of weight rows by id, and its backward, the rows of the output
+// gradient summed per id (ids that repeat add up in order; the padding row is skipped).
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops/kernels.h"
@@ -70,7 +72,7 @@ Tensor embedding_forward(const Tensor& weight_in, const Indices& ids, int64_t pa
   return out;
 }
 
-Tensor embedding_backward(const Tensor& g_in, const Indices& ids, int64_t num, int64_t padding_idx) {
+EmbeddingRows embedding_backward(const Tensor& g_in, const Indices& ids, int64_t num, int64_t padding_idx) {
   if (!g_in.defined() || g_in.dim() != ids.shape.rank() + 1 ||
       g_in.shape() != output_shape(ids, g_in.shape()[-1])) {
     throw std::invalid_argument("embedding_backward: gradient " +
@@ -79,19 +81,26 @@ Tensor embedding_backward(const Tensor& g_in, const Indices& ids, int64_t num, i
   }
   const int64_t dim = g_in.shape()[-1];
   const Tensor g = g_in.contiguous();
-  Tensor out = zeros(Shape{num, dim}, g.dtype());
+  // Each id's slot in `rows`, in order of first appearance.
+  std::unordered_map<int64_t, int64_t> slot;
+  EmbeddingRows out;
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    const int64_t id = ids[i];
+    if (id == padding_idx) continue;
+    if (id < 0 || id >= num) {  // a scatter out of bounds would corrupt memory: refuse it
+      throw std::invalid_argument("embedding_backward: id " + std::to_string(id) + " at position " +
+                                  position_str(ids.shape, i) + " is out of range for a table of size " +
+                                  std::to_string(num));
+    }
+    if (slot.emplace(id, static_cast<int64_t>(out.ids.size())).second) out.ids.push_back(id);
+  }
+  out.rows = zeros(Shape{static_cast<int64_t>(out.ids.size()), dim}, g.dtype());
   dispatch(g.dtype(), [&]<typename T>(T) {
     const T* pg = g.data<T>();
-    T* po = out.data<T>();
+    T* po = out.rows.data<T>();
     for (int64_t i = 0; i < ids.numel(); ++i) {
-      const int64_t id = ids[i];
-      if (id == padding_idx) continue;
-      if (id < 0 || id >= num) {  // a scatter out of bounds would corrupt memory: refuse it
-        throw std::invalid_argument("embedding_backward: id " + std::to_string(id) + " at position " +
-                                    position_str(ids.shape, i) + " is out of range for a table of size " +
-                                    std::to_string(num));
-      }
-      T* row = po + id * dim;
+      if (ids[i] == padding_idx) continue;
+      T* row = po + slot.at(ids[i]) * dim;
       const T* src = pg + i * dim;
       for (int64_t j = 0; j < dim; ++j) row[j] += src[j];
     }
@@ -109,7 +118,8 @@ Variable embedding(const Variable& weight, const Indices& ids, int64_t padding_i
   Indices saved = any_requires_grad({weight}) ? ids : Indices();
   return make_result("embedding", std::move(out), {weight},
                      [saved = std::move(saved), num, padding_idx](const Tensor& g, GradSink& grads) {
-                       grads.add(0, kernels::embedding_backward(g, saved, num, padding_idx));
+                       const kernels::EmbeddingRows rows = kernels::embedding_backward(g, saved, num, padding_idx);
+                       grads.add_rows(0, rows.rows, rows.ids);
                      });
 }
 

@@ -74,9 +74,15 @@ Tensor apply_dropout(const Tensor& x, const DropoutMask& mask);
 // weight: (num, dim), ids: any shape, values in [0, num) -> (*ids.shape, dim).
 // padding_idx is -1 (none) or a row in [0, num).
 Tensor embedding_forward(const Tensor& weight, const Indices& ids, int64_t padding_idx);
-// g: (*ids.shape, dim) -> (num, dim): rows scatter-added by id, repeated ids accumulate, the
-// padding row stays zero. ids must have passed embedding_forward's checks.
-Tensor embedding_backward(const Tensor& g, const Indices& ids, int64_t num, int64_t padding_idx);
+// g: (*ids.shape, dim) -> the gradient of the (num, dim) table as the rows it touches: rows
+// (U, dim) holds, for each distinct id but padding_idx in order of first appearance (ids[u]),
+// the sum of its positions' gradient rows; GradSink::add_rows adds them into the table's
+// gradient (the padding row gets nothing). ids must have passed embedding_forward's checks.
+struct EmbeddingRows {
+  Tensor rows;
+  std::vector<int64_t> ids;
+};
+EmbeddingRows embedding_backward(const Tensor& g, const Indices& ids, int64_t num, int64_t padding_idx);
 
 // ---- cross-entropy (log-softmax + NLL in one pass per row) ----
 // logits: (N, C), targets: N values in [0, C) or ignore_index (shape only used in messages).

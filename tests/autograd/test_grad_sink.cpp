@@ -2,7 +2,10 @@
 // accumulated straight into an existing gradient with BLAS beta = 1) against the composed
 // matmul op, with pre-filled, non-contiguous and not-yet-existing gradients, leaves and
 // non-leaves, f32 and f64; a temporary handed to add() is taken over by a leaf only when
-// nothing else holds it; shapes are checked.
+// nothing else holds it; add_rows (embedding's backward) adds a table's touched rows in place,
+// bit for bit as a dense table would; shapes are checked.
+#include <optional>
+
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 
@@ -165,6 +168,83 @@ BOOST_AUTO_TEST_CASE(a_temporary_becomes_the_leaf_gradient_only_when_nobody_else
   const Tensor seed = ones({6}, DType::f64);
   r.backward(seed);
   BOOST_TEST(!v.grad().shares_storage_with(seed));
+}
+
+// A table's gradient through embedding, written out here in the table's own precision: the
+// prefilled gradient plus, per id, the sum of its positions' rows in order.
+template <typename T>
+std::vector<double> expected_table_grad(const Tensor& prefill, const Indices& ids, const Tensor& g, int64_t dim,
+                                        int64_t padding_idx) {
+  std::vector<T> sums(static_cast<size_t>(prefill.numel()), T(0));
+  const std::vector<double> gv = g.to_vector(), pv = prefill.to_vector();
+  for (int64_t i = 0; i < ids.numel(); ++i) {
+    if (ids[i] == padding_idx) continue;
+    for (int64_t j = 0; j < dim; ++j) {
+      sums[static_cast<size_t>(ids[i] * dim + j)] += static_cast<T>(gv[static_cast<size_t>(i * dim + j)]);
+    }
+  }
+  std::vector<double> out(sums.size());
+  for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<double>(static_cast<T>(pv[k]) + sums[k]);
+  return out;
+}
+
+BOOST_AUTO_TEST_CASE(add_rows_adds_a_tables_touched_rows_in_place_without_a_table_sized_temporary) {
+  // A 20,000 x 64 float64 table (10 MB) whose gradient exists: embedding's backward must add
+  // the few rows it touched into it, allocating far less than the table.
+  constexpr int64_t num = 20000, dim = 64;
+  Variable w(wave({num, dim}, 0.7, 0.2), true, "table");
+  const Tensor prefill = wave({num, dim}, 0.3, 0.1);
+  w.set_grad(prefill.clone());
+  const void* grad_storage = w.grad().raw_data();
+  const Indices ids({2, 4}, {17, 3, 17, 19999, 5, 17, 0, 3});
+  const Tensor g = wave({2, 4, dim}, 0.9, 0.4);
+  const Variable y = embedding(w, ids, /*padding_idx=*/5);
+  const std::size_t before = memory_stats().live;
+  reset_peak_memory_stats();
+  y.backward(g);
+  const std::size_t table_bytes = static_cast<std::size_t>(num * dim) * sizeof(double);
+  BOOST_TEST(memory_stats().peak_live - before < table_bytes / 100);
+  BOOST_TEST(w.grad().raw_data() == grad_storage);  // the same gradient, added to in place
+  const std::vector<double> expected = expected_table_grad<double>(prefill, ids, g, dim, 5);
+  const std::vector<double> got = w.grad().to_vector();
+  BOOST_TEST(got == expected, boost::test_tools::per_element());  // bit for bit
+}
+
+BOOST_AUTO_TEST_CASE(add_rows_without_a_gradient_and_under_anomaly_mode_gives_the_same_bits) {
+  // The three ways a table's gradient arrives (none yet; in place; a separate table added under
+  // anomaly mode) give equal bits, f32 included, with repeated ids and a padding row.
+  const Indices ids({7}, {2, 9, 2, 4, 2, 9, 1});
+  const Tensor g = wave({7, 6}, 0.8, 0.2).to(DType::f32);
+  const Tensor prefill = wave({10, 6}, 0.5, 0.3).to(DType::f32);
+  const auto table_grad = [&](bool prefilled, bool anomaly) {
+    Variable w(wave({10, 6}, 0.4, 0.1).to(DType::f32), true, "table");
+    if (prefilled) w.set_grad(prefill.clone());
+    std::optional<AnomalyGuard> guard;
+    if (anomaly) guard.emplace();
+    embedding(w, ids, /*padding_idx=*/4).backward(g);
+    return w.grad().clone();
+  };
+  const Tensor fresh = table_grad(false, false);
+  BOOST_TEST(fresh.to_vector() == expected_table_grad<float>(zeros({10, 6}, DType::f32), ids, g, 6, 4),
+             boost::test_tools::per_element());
+  const Tensor in_place = table_grad(true, false), added = table_grad(true, true);
+  BOOST_TEST(in_place.to_vector() == expected_table_grad<float>(prefill, ids, g, 6, 4), boost::test_tools::per_element());
+  BOOST_TEST(in_place.to_vector() == added.to_vector(), boost::test_tools::per_element());
+  BOOST_TEST(in_place.at({4, 0}) == prefill.at({4, 0}));  // the padding row gets nothing
+}
+
+BOOST_AUTO_TEST_CASE(add_rows_checks_its_rows_and_row_numbers) {
+  const Variable x = randn_leaf({4, 3}, 1, "x");
+  const Variable wrong_width = make_result("wrong_width", x.value().clone(), {x}, [](const Tensor&, GradSink& grads) {
+    grads.add_rows(0, ones({1, 2}, DType::f64), {0});
+  });
+  AG_CHECK_THROWS_WITH(wrong_width.backward(ones({4, 3}, DType::f64)), std::logic_error, "'wrong_width'",
+                       "add_rows", "(1, 2)", "(4, 3)");
+  const Variable out_of_range = make_result("out_of_range", x.value().clone(), {x}, [](const Tensor&, GradSink& grads) {
+    grads.add_rows(0, ones({1, 3}, DType::f64), {4});
+  });
+  AG_CHECK_THROWS_WITH(out_of_range.backward(ones({4, 3}, DType::f64)), std::logic_error, "'out_of_range'",
+                       "row 4", "4 rows");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
