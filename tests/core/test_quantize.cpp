@@ -12,12 +12,6 @@
 namespace ag::testing {
 namespace {
 
-struct ThreadCount {
-  int saved = num_threads();
-  explicit ThreadCount(int n) { set_num_threads(n); }
-  ~ThreadCount() { set_num_threads(saved); }
-};
-
 Tensor random_f32(const Shape& shape, uint64_t seed, double std = 1.0) {
   Generator gen(seed);
   return normal(shape, 0.0, std, gen, DType::f32);
