@@ -11,8 +11,8 @@
 #  5. generation: greedy tokens/s at batch 1 with the KV cache, GEN_TOKENS tokens from the prompt
 #     [0], best of REPEATS per process, ROUNDS processes of each interleaved: attograd float32,
 #     attograd int8 (--quantize int8) and PyTorch float32, all on THREADS threads; with TORCH_INT8=1
-#     also PyTorch's dynamic int8 (bench/torch_gpt2.py --quantize int8; slow on this Debian's torch
-#     1.13, whose x86 engine fbgemm is missing, so off by default).
+#     also PyTorch's dynamic int8 (bench/torch_gpt2.py --quantize int8, on oneDNN: this Debian's
+#     torch 1.13 lacks fbgemm; off by default, its rounds vary from 1 to 21 tokens/s here).
 #
 #   bench/compare_gpt2.sh                       everything, 3 rounds
 #   ROUNDS=5 GEN_TOKENS=100 DIR=/tmp/gpt2-bench bench/compare_gpt2.sh
