@@ -43,7 +43,7 @@ class Linear : public Module {
   // Inference only: from now on forward multiplies by an int8 copy of the weight (blocks of 32
   // values along `in`, one scale each; core/quantize.h) instead of reading the float32 weight,
   // which stays registered and unchanged (state_dict and checkpoints still hold it; the int8
-  // copy adds a quarter of its bytes). A forward that would need gradients then throws
+  // copy with its scales adds 28% of its bytes). A forward that would need gradients then throws
   // std::logic_error naming the weight (autograd's int8_linear). Quantize last: a later to() or
   // load_state_dict changes the float weight only (to(f64) makes forward throw; a load leaves
   // the int8 copy stale). std::invalid_argument naming the weight unless it is float32.
