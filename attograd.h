@@ -5,6 +5,7 @@
 // core: tensors and the derivative-free tensor math an op is written with
 #include "attograd/core/indices.h"
 #include "attograd/core/kernels.h"
+#include "attograd/core/quantize.h"
 #include "attograd/core/rng.h"
 #include "attograd/core/tensor.h"
 #include "attograd/core/threads.h"

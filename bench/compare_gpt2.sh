@@ -6,12 +6,17 @@
 #  2. loading: build/bench/gpt2_load reads each file ROUNDS times under /usr/bin/time -v (the page
 #     cache warm after a first untimed read): build and import seconds, wall time, peak RSS;
 #  3. parity: the float32 logits of ids 0..63 from the Hugging Face file, attograd against PyTorch;
-#  4. generation: greedy tokens/s at batch 1 with the KV cache, GEN_TOKENS tokens from the prompt
-#     [0], best of REPEATS per process, ROUNDS processes of each framework interleaved, both on
-#     THREADS threads.
+#  4. int8 against float32 (one process, gpt2_load --int8-quality): the logits of ids 0..63 and the
+#     GEN_TOKENS greedy tokens of the float model and of the same model after GPT::quantize_int8;
+#  5. generation: greedy tokens/s at batch 1 with the KV cache, GEN_TOKENS tokens from the prompt
+#     [0], best of REPEATS per process, ROUNDS processes of each interleaved: attograd float32,
+#     attograd int8 (--quantize int8) and PyTorch float32, all on THREADS threads; with TORCH_INT8=1
+#     also PyTorch's dynamic int8 (bench/torch_gpt2.py --quantize int8, on oneDNN: this Debian's
+#     torch 1.13 lacks fbgemm; off by default, its rounds vary from 1 to 21 tokens/s here).
 #
 #   bench/compare_gpt2.sh                       everything, 3 rounds
 #   ROUNDS=5 GEN_TOKENS=100 DIR=/tmp/gpt2-bench bench/compare_gpt2.sh
+#   GEN_ONLY=1 bench/compare_gpt2.sh            steps 4 and 5 only (no loading, no parity)
 # Needs a release build of bench/gpt2_load in $BUILD (default build/) and /usr/bin/python3 with torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,12 +26,15 @@ GEN_TOKENS=${GEN_TOKENS:-100}
 THREADS=${THREADS:-2}
 DIR=${DIR:-/tmp/gpt2-bench}
 BUILD=${BUILD:-build}
+GEN_ONLY=${GEN_ONLY:-0}
+TORCH_INT8=${TORCH_INT8:-0}
 PY=/usr/bin/python3
 ours=$BUILD/bench/gpt2_load
 [ -x "$ours" ] || { echo "compare_gpt2.sh: $ours is missing: build it (ninja -C $BUILD bench/gpt2_load)" >&2; exit 2; }
 [ -f "$DIR/gpt2_124M.bin" ] || $PY bench/gpt2_files.py "$DIR"
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load:$(uptime | sed 's/.*load average://')"
+if [ "$GEN_ONLY" != 1 ]; then
 weights_mb=$(( $(stat -c %s "$DIR/model.safetensors") / 1000000 ))
 echo "## loading (weights file $weights_mb MB; peak RSS target <= 1.2x)"
 printf '%-22s %8s %9s %8s %9s\n' layout build_s import_s wall_s rss_MB
@@ -51,19 +59,39 @@ b = np.fromfile('/tmp/compare_gpt2.torch', dtype=np.float32).astype(np.float64)
 print(f'max |diff| {abs(a - b).max():.3g}, logits scale {abs(b).max():.3g}, relative {abs(a - b).max() / abs(b).max():.3g}; '
       f'argmax equal at {int((a.reshape(64, -1).argmax(1) == b.reshape(64, -1).argmax(1)).sum())}/64 positions')"
 
+fi
+
+echo "## int8 weights against float32 (attograd, one process; logits of ids 0..63, $GEN_TOKENS greedy tokens)"
+"$ours" --weights "$DIR/model.safetensors" --threads "$THREADS" --int8-quality --generate "$GEN_TOKENS"
+
 echo "## cached greedy generation, batch 1, $GEN_TOKENS tokens, $THREADS threads (best of $REPEATS per process)"
-ours_tps=() torch_tps=()
+field() { $PY -c "import json,sys; j=json.loads(sys.argv[1]); print(' '.join(str(j[k]) for k in sys.argv[2:]))" "$@"; }
+f32_tps=() int8_tps=() torch_tps=() torch_int8_tps=()
 for r in $(seq "$ROUNDS"); do
-  o=$("$ours" --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS")
-  t=$($PY bench/torch_gpt2.py --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS")
-  ot=$($PY -c "import json,sys; j=json.loads(sys.argv[1]); print(j['tokens_per_s'], j['fingerprint'])" "$o")
-  tt=$($PY -c "import json,sys; j=json.loads(sys.argv[1]); print(j['tokens_per_s'], j['fingerprint'], j['torch_version'])" "$t")
-  echo "round $r: attograd $ot | pytorch $tt"
-  ours_tps+=("${ot%% *}") torch_tps+=("${tt%% *}")
+  o=$(field "$("$ours" --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS")" \
+        tokens_per_s fingerprint)
+  q=$(field "$("$ours" --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS" --quantize int8)" \
+        tokens_per_s fingerprint)
+  t=$(field "$($PY bench/torch_gpt2.py --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS")" \
+        tokens_per_s fingerprint torch_version)
+  line="round $r: attograd f32 $o | attograd int8 $q | pytorch f32 $t"
+  if [ "$TORCH_INT8" = 1 ]; then
+    ti=$(field "$($PY bench/torch_gpt2.py --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS" --quantize int8 2>/dev/null)" \
+         tokens_per_s fingerprint quantized)
+    line="$line | pytorch int8 $ti"
+    torch_int8_tps+=("${ti%% *}")
+  fi
+  echo "$line"
+  f32_tps+=("${o%% *}") int8_tps+=("${q%% *}") torch_tps+=("${t%% *}")
 done
 $PY -c "
 import statistics, sys
-o = [float(x) for x in sys.argv[1].split()]
-t = [float(x) for x in sys.argv[2].split()]
-print(f'median tokens/s: attograd {statistics.median(o):.1f}, pytorch {statistics.median(t):.1f}, ratio {statistics.median(o) / statistics.median(t):.2f}x')
-" "${ours_tps[*]}" "${torch_tps[*]}"
+o, q, t = ([float(x) for x in a.split()] for a in sys.argv[1:4])
+m = statistics.median
+line = f'median tokens/s: attograd f32 {m(o):.1f}, attograd int8 {m(q):.1f}, pytorch f32 {m(t):.1f}'
+if sys.argv[4]:
+    line += f', pytorch int8 {m([float(x) for x in sys.argv[4].split()]):.1f}'
+print(line)
+print(f'ratios: int8 / pytorch f32 {m(q) / m(t):.2f}x, int8 / attograd f32 {m(q) / m(o):.2f}x, attograd f32 / pytorch f32 {m(o) / m(t):.2f}x')
+" "${f32_tps[*]}" "${int8_tps[*]}" "${torch_tps[*]}" "${torch_int8_tps[*]}"
+echo "# end $(date -u '+%H:%M UTC'), load:$(uptime | sed 's/.*load average://')"

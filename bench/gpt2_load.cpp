@@ -3,14 +3,23 @@
 //
 //   build/bench/gpt2_load --weights /tmp/gpt2-bench/model.safetensors           build + import
 //   build/bench/gpt2_load --weights FILE --generate 100 --repeats 3 [--threads 2] [--logits out.bin]
+//   build/bench/gpt2_load --weights FILE --quantize int8 --generate 100          the same, int8 weights
+//   build/bench/gpt2_load --weights FILE --int8-quality --generate 100           int8 against float32
 //
 // Prints one JSON line: the layout, the seconds to build the model and to read the file into it,
 // and with --generate the greedy tokens/s at batch 1 with the KV cache (best of the repeats; the
 // first token is the prompt's, the rest one position each) and a fingerprint of the tokens.
 // --logits writes the float32 logits of ids 0..T-1 (T = 64) for a parity check against PyTorch.
+// --quantize int8 runs GPT::quantize_int8 after the import (its seconds are quantize_s), so the
+// logits and the generation are the int8 model's. --int8-quality measures what int8 costs in
+// one process: the logits of ids 0..63 and the --generate greedy tokens of the float32 model,
+// then of the same model quantized: the largest logit difference against the logits' largest
+// magnitude, the positions whose argmax agrees, and how many generated tokens agree (the common
+// prefix, and position by position).
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -33,12 +42,60 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The float32 logits of ids 0..63, (1, 64, vocab).
+Tensor logits_of_the_first_ids(GPT& model) {
+  std::vector<int64_t> ids(64);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  NoGradGuard no_grad;
+  return model.forward(Indices(Shape{1, 64}, ids)).value().contiguous();
+}
+
+std::vector<int64_t> greedy_tokens(GPT& model, int64_t n) {
+  GenerateOptions g;
+  g.max_new_tokens = n;
+  g.sampling.temperature = 0;
+  return generate(model, {0}, g);
+}
+
+// --int8-quality: prints the comparison fields of the JSON line.
+void print_int8_quality(GPT& model, int64_t gen) {
+  const Tensor lf = logits_of_the_first_ids(model);
+  const std::vector<int64_t> tf = gen > 0 ? greedy_tokens(model, gen) : std::vector<int64_t>{};
+  const Clock::time_point t = Clock::now();
+  model.quantize_int8();
+  const double quantize_s = since(t);
+  const Tensor lq = logits_of_the_first_ids(model);
+  const std::vector<int64_t> tq = gen > 0 ? greedy_tokens(model, gen) : std::vector<int64_t>{};
+  const float* a = lf.data<float>();
+  const float* b = lq.data<float>();
+  const int64_t vocab = lf.shape()[2];
+  double diff = 0, scale = 0;
+  int64_t argmax_agree = 0;
+  for (int64_t r = 0; r < 64; ++r) {
+    int64_t ia = 0, ib = 0;
+    for (int64_t j = 0; j < vocab; ++j) {
+      const int64_t i = r * vocab + j;
+      diff = std::max(diff, static_cast<double>(std::fabs(a[i] - b[i])));
+      scale = std::max(scale, static_cast<double>(std::fabs(a[i])));
+      if (a[i] > a[r * vocab + ia]) ia = j;
+      if (b[i] > b[r * vocab + ib]) ib = j;
+    }
+    argmax_agree += ia == ib;
+  }
+  size_t prefix = 0, equal = 0;
+  while (prefix < tf.size() && tf[prefix] == tq[prefix]) ++prefix;
+  for (size_t i = 0; i < tf.size(); ++i) equal += tf[i] == tq[i];
+  std::printf(",\"quantize_s\":%.3f,\"int8_logits_max_diff\":%.4g,\"logits_scale\":%.4g,\"int8_logits_relative\":%.4g,"
+              "\"int8_argmax_agree\":\"%lld/64\",\"int8_tokens_common_prefix\":\"%zu/%zu\",\"int8_tokens_equal_at\":\"%zu/%zu\"",
+              quantize_s, diff, scale, diff / scale, static_cast<long long>(argmax_agree), prefix, tf.size(), equal, tf.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string weights, preset = "gpt2", threads = "2", logits_path;
+  std::string weights, preset = "gpt2", threads = "2", logits_path, quantize = "none";
   int64_t gen = 0, repeats = 3;
-  bool draw = false;
+  bool draw = false, int8_quality = false;
   CLI::App app{"GPT-2 from a weights file: build and import time, cached greedy generation."};
   app.add_option("--weights", weights, "a file in any layout read_gpt_weights reads")->required();
   app.add_option("--preset", preset, "the model's shape");
@@ -46,6 +103,9 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "timed generations");
   app.add_option("--logits", logits_path, "write the float32 logits of ids 0..63 here");
   app.add_flag("--draw-init", draw, "draw the initial weights before the import (as a fresh model does)");
+  app.add_option("--quantize", quantize, "int8: int8 weights after the import (GPT::quantize_int8)")
+      ->check(CLI::IsMember({"none", "int8"}));
+  app.add_flag("--int8-quality", int8_quality, "the int8 model's logits and greedy tokens against the float32 model's");
   add_threads_flag(app, threads, "threads");
   CLI11_PARSE(app, argc, argv);
   set_num_threads(parse_threads(threads));
@@ -64,11 +124,18 @@ int main(int argc, char** argv) {
   model.eval();
 
   std::printf("{\"layout\":\"%s\",\"build_s\":%.3f,\"import_s\":%.3f", gpt_weights_layout_name(layout), build_s, import_s);
+  if (int8_quality) {
+    print_int8_quality(model, gen);
+    std::printf("}\n");
+    return 0;
+  }
+  if (quantize == "int8") {
+    const Clock::time_point t = Clock::now();
+    model.quantize_int8();
+    std::printf(",\"quantize_s\":%.3f", since(t));
+  }
   if (!logits_path.empty()) {
-    std::vector<int64_t> ids(64);
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
-    NoGradGuard no_grad;
-    const Tensor logits = model.forward(Indices(Shape{1, 64}, ids)).value().contiguous();
+    const Tensor logits = logits_of_the_first_ids(model);
     std::ofstream out(logits_path, std::ios::binary);
     out.write(static_cast<const char*>(logits.raw_data()), static_cast<std::streamsize>(logits.numel() * 4));
   }
@@ -76,11 +143,8 @@ int main(int argc, char** argv) {
     double best = 0;
     std::vector<int64_t> tokens;
     for (int64_t r = 0; r < repeats; ++r) {
-      GenerateOptions g;
-      g.max_new_tokens = gen;
-      g.sampling.temperature = 0;
       const Clock::time_point t = Clock::now();
-      tokens = generate(model, {0}, g);
+      tokens = greedy_tokens(model, gen);
       const double s = since(t);
       best = std::max(best, static_cast<double>(gen) / s);
     }

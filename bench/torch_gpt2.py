@@ -5,10 +5,14 @@ times greedy generation at batch 1 with a preallocated KV cache, as bench/gpt2_l
 
   /usr/bin/python3 bench/torch_gpt2.py --weights DIR/model.safetensors --generate 100 --repeats 3
   /usr/bin/python3 bench/torch_gpt2.py --weights DIR/model.safetensors --logits out.bin
+  /usr/bin/python3 bench/torch_gpt2.py --weights DIR/model.safetensors --generate 100 --quantize int8
 
 Prints one JSON line: load seconds (build + read), tokens/s (best of the repeats) and the tokens'
 FNV-1a fingerprint. --logits writes the float32 logits of ids 0..63. --threads sets torch's
-threads (default 2, the machine's cores; gpt2_load uses as many).
+threads (default 2, the machine's cores; gpt2_load uses as many). --quantize int8 times PyTorch's
+own dynamic int8 quantization instead (torch.ao.quantization.quantize_dynamic on nn.Linear): every
+Conv1D and the tied head become nn.Linear layers first (the twin's Conv1D is not an nn.Linear),
+weights int8 per output row, activations quantized on the fly; generation only.
 """
 import argparse
 import json
@@ -40,6 +44,31 @@ def read_safetensors(path):
     return out
 
 
+def quantized_dynamic(model, C, vocab):
+    """Every Conv1D of `model` as an nn.Linear, and the tied head as one (returned), quantized in
+    place by PyTorch's dynamic int8 quantization."""
+    import torch
+    from torch import nn
+    engines = torch.backends.quantized.supported_engines
+    torch.backends.quantized.engine = "fbgemm" if "fbgemm" in engines else "onednn"
+
+    def as_linear(conv):
+        n_in, n_out = conv.weight.shape
+        lin = nn.Linear(n_in, n_out)
+        lin.weight.data = conv.weight.data.t().contiguous()
+        lin.bias.data = conv.bias.data
+        return lin
+
+    for b in model.transformer.h:
+        b.attn.c_attn, b.attn.c_proj = as_linear(b.attn.c_attn), as_linear(b.attn.c_proj)
+        b.mlp.c_fc, b.mlp.c_proj = as_linear(b.mlp.c_fc), as_linear(b.mlp.c_proj)
+    head = nn.Linear(C, vocab, bias=False)
+    head.weight.data = model.transformer.wte.weight.data
+    model.head = head
+    torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8, inplace=True)
+    return model.head
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--weights", required=True)
@@ -49,6 +78,7 @@ def main():
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--logits", default="")
+    p.add_argument("--quantize", choices=["none", "int8"], default="none")
     args = p.parse_args()
     import torch
     torch.set_num_threads(args.threads)
@@ -70,6 +100,13 @@ def main():
             logits = model(torch.arange(64).view(1, 64))
         logits.float().numpy().tofile(args.logits)
 
+    head = None
+    if args.quantize == "int8":
+        quantize_s = time.perf_counter()
+        head = quantized_dynamic(model, C, vocab)
+        result.update({"quantized": "int8 dynamic (" + torch.backends.quantized.engine + ")",
+                       "quantize_s": round(time.perf_counter() - quantize_s, 3)})
+
     if args.generate:
         H, D = args.heads, C // args.heads
         h = model.transformer
@@ -87,6 +124,8 @@ def main():
                 y = torch.softmax(att, dim=-1) @ vc[i, :, :, :pos + 1]
                 x = x + b.attn.c_proj(y.transpose(1, 2).reshape(1, 1, C))
                 x = x + b.mlp(b.ln_2(x))
+            if head is not None:
+                return head(h.ln_f(x)[0])[0]
             return h.ln_f(x)[0, 0] @ h.wte.weight.t()
 
         def generate():

@@ -6,8 +6,9 @@
 //   mpirun -np 2 build/examples/evaluate --checkpoint ckpt.safetensors --data my.txt --stride 512   # windows split
 //
 // The text is read as train_gpt reads it (files joined in order, or a corpus name) and encoded
-// with the checkpoint's tokenizer. A fine-tuning checkpoint comes with its adapters (and its
-// base, when it holds only the adapter). Exit codes: 0 done, 1 error (a file), 2 bad command line.
+// with the checkpoint's tokenizer. --quantize int8 scores the model with int8 weights
+// (GPT::quantize_int8), to see what quantization costs in perplexity. A fine-tuning checkpoint
+// comes with its adapters (and its base, when it holds only the adapter). Exit codes: 0 done, 1 error (a file), 2 bad command line.
 #include <iomanip>
 #include <iostream>
 #include <string>
@@ -18,6 +19,7 @@
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/eval_text.h"
 #include "attograd/train/gpt_job.h"
+#include "quantize_flag.h"
 #include "threads_flag.h"
 #include "tool_main.h"
 
@@ -32,6 +34,7 @@ struct Args {
   int64_t block_size = 0;  // 0: the model's
   int64_t batch = 8;
   std::string threads = "auto";
+  std::string quantize = "none";
 };
 
 int run(const Args& a) {
@@ -40,6 +43,7 @@ int run(const Args& a) {
   set_num_threads(parse_threads(a.threads));
   if (comm.is_root()) std::cerr << blas_kernel_note();
   LoadedGPT loaded = load_gpt_checkpoint(a.checkpoint);
+  apply_quantize(*loaded.model, a.quantize);
   const GPTOptions& m = loaded.model->options();
   const int64_t window = a.block_size == 0 ? m.block_size : a.block_size;
   if (window > m.block_size) {
@@ -61,7 +65,8 @@ int run(const Args& a) {
   std::string names;
   for (const std::string& d : a.data) names += (names.empty() ? "" : " + ") + d;
   std::cout << "model      " << a.checkpoint << " (step " << loaded.step << "), GPT " << m.n_layers << " layers, d_model "
-            << m.d_model << ", context " << m.block_size << "\n"
+            << m.d_model << ", context " << m.block_size
+            << (a.quantize == "int8" ? ", int8 weights" : "") << "\n"
             << "text       " << names << ": " << corpus.text.size() << " bytes, " << tokens.size() << " tokens ("
             << loaded.tokenizer.kind_name() << " tokenizer)\n"
             << "windows    " << s.windows << " of up to " << window << " tokens, stride " << a.stride << ", over "
@@ -96,5 +101,6 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   add_threads_flag(app, args.threads, "threads for the forward passes");
+  add_quantize_flag(app, args.quantize);
   return tool_main(app, argc, argv, [&] { return run(args); });
 }

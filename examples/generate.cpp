@@ -6,7 +6,9 @@
 //
 // Temperature 0 is greedy. The same checkpoint, prompt, options and seed print the same text,
 // with or without the KV cache (--no-cache recomputes the whole window for every token: slower,
-// the same tokens). The prompt must fit the model's context (block_size tokens); once the text
+// the same tokens). --quantize int8 runs the model with int8 weights (GPT::quantize_int8): about
+// 2.7x the tokens per second of float32 for GPT-2 124M here, and tokens that may part from the
+// float model's where two candidates are close. The prompt must fit the model's context (block_size tokens); once the text
 // grows past it, the window slides and the model sees the last block_size tokens.
 // Every write to stdout is checked: a closed stdout, a full disk or a pipe whose reader has gone
 // (with SIGPIPE ignored) stops generation at once with an error.
@@ -31,6 +33,7 @@
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/data/text.h"
 #include "attograd/train/io/atomic_file.h"
+#include "quantize_flag.h"
 #include "threads_flag.h"
 #include "training_program.h"
 
@@ -49,6 +52,7 @@ struct Args {
   SamplingOptions sampling{.temperature = 0.8, .top_k = 0, .top_p = 1.0, .seed = 0};
   bool no_cache = false;
   std::string threads = "auto";
+  std::string quantize = "none";
 };
 
 class Usage : public std::invalid_argument {
@@ -97,6 +101,7 @@ int run(const Args& args) {
   std::cerr << blas_kernel_note();  // stdout holds the text alone
   LoadedGPT loaded = load_gpt_checkpoint(args.checkpoint);  // refuses other kinds of checkpoint by name
   GPT& model = *loaded.model;
+  apply_quantize(model, args.quantize);
   const Tokenizer& tok = loaded.tokenizer;
 
   const std::vector<std::string> unknown = unknown_characters(tok, args.prompt);
@@ -151,6 +156,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-cache", args.no_cache, "recompute the whole window for every token (same tokens, slower)");
   add_threads_flag(app, args.threads, "threads for matrix products");
+  add_quantize_flag(app, args.quantize);
   const auto usage = [&](const std::string& what) {
     std::cerr << program << ": " << what << "\n(" << program << " --help lists the flags)\n";
     return 2;

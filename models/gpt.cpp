@@ -194,7 +194,20 @@ Variable GPT::head(const Variable& h) {
     throw std::invalid_argument("GPT::head: features of shape " + h.shape().str() + " must be (..., d_model=" +
                                 std::to_string(options_.d_model) + ")");
   }
+  if (is_quantized()) return int8_linear(h, head_int8_, head_table());
   return linear(h, head_table());  // (..., d_model) x (vocab, d_model)^T: the tied head, no bias
+}
+
+void GPT::quantize_int8() {
+  if (embed_.weight().dtype() != DType::f32) {
+    throw std::invalid_argument(std::string("GPT::quantize_int8: the model is ") + dtype_name(embed_.weight().dtype()) +
+                                "; int8 weights serve float32 inference only (to(DType::f32) first)");
+  }
+  if (is_quantized()) throw std::invalid_argument("GPT::quantize_int8: the model is already quantized");
+  for (auto& [path, module] : named_modules()) {
+    if (auto* l = dynamic_cast<Linear*>(module)) l->quantize_weights();
+  }
+  head_int8_ = ag::quantize_int8(head_table().value());
 }
 
 Variable GPT::head_table() const {
@@ -212,6 +225,8 @@ Variable GPT::forward_embedded(const Variable& x) { return head(hidden(x)); }
 
 Variable GPT::loss(const Indices& ids, const Indices& targets) {
   check_ids(ids, "GPT::loss");
+  // The chunked head reads the float table; a quantized model scores its own (int8) logits.
+  if (is_quantized()) return cross_entropy(forward(ids), targets);
   return linear_cross_entropy(hidden(embed_(ids)), head_table(), targets,
                               {.chunk_rows = linear_cross_entropy_chunk(options_.vocab)});
 }

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "attograd/core/indices.h"
+#include "attograd/core/quantize.h"
 #include "attograd/layers/attention_mask.h"
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/embedding.h"
@@ -145,6 +146,17 @@ class GPT : public Module {
   const Variable& head_weight() const { return embed_.weight(); }
   std::string name() const override { return "GPT"; }
 
+  // Inference only: int8 weights (core/quantize.h) for every Linear of the model (each block's
+  // attention projections and MLP, Linear::quantize_weights) and for the tied head (its vocab
+  // rows of embed.weight); the token lookup keeps reading the float table. Afterwards forward,
+  // the cached forward and generate() run as before on the int8 products (at batch 1 a token
+  // reads ~1.1 bytes per weight instead of 4), loss() under NoGradGuard scores the int8 head's
+  // logits, and any forward that would need gradients throws std::logic_error naming the
+  // weight. Call it once the weights are final (after loading; see Linear::quantize_weights);
+  // std::invalid_argument for an f64 model or a second call.
+  void quantize_int8();
+  bool is_quantized() const { return !head_int8_.empty(); }
+
  private:
   // x: (B, T, d_model) embeddings of positions start .. start+T-1, before the positions are added.
   Variable positioned(const Variable& x, int64_t start);
@@ -163,6 +175,7 @@ class GPT : public Module {
   ModuleList<TransformerBlock>& blocks_;
   LayerNorm& norm_;
   bool recompute_ = false;
+  Int8Matrix head_int8_;  // the head's table in int8 once quantize_int8() ran, else empty
 };
 
 }  // namespace ag

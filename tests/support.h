@@ -17,6 +17,13 @@ inline Variable randn_leaf(const Shape& shape, uint64_t seed, const std::string&
   return Variable(normal(shape, 0.0, 1.0, gen, dtype), true, name);
 }
 
+// Restores the thread count a test changed.
+struct ThreadCount {
+  int saved = num_threads();
+  explicit ThreadCount(int n) { set_num_threads(n); }
+  ~ThreadCount() { set_num_threads(saved); }
+};
+
 // Max |a - b| over all elements; the shapes must match.
 inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   BOOST_REQUIRE_MESSAGE(a.shape() == b.shape(), "shapes differ: " << a.shape() << " vs " << b.shape());

@@ -18,13 +18,6 @@
 namespace ag::testing {
 namespace {
 
-// Restores the thread count a test changed.
-struct ThreadCount {
-  int saved = num_threads();
-  explicit ThreadCount(int n) { set_num_threads(n); }
-  ~ThreadCount() { set_num_threads(saved); }
-};
-
 // Makes the pool assume `excess` threads too many for the cores (0: a quiet machine) for a
 // test's duration, whatever the machine is doing.
 struct MachineLoad {

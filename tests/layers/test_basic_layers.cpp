@@ -50,6 +50,29 @@ BOOST_AUTO_TEST_CASE(init_is_uniform_within_one_over_sqrt_fan_in) {
   BOOST_TEST(max_abs_diff(again.weight().value(), lin.weight().value()) == 0.0);
 }
 
+// quantize_weights: forward multiplies by the int8 copy (the Linear of the dequantized weight),
+// the float weight stays as it was, and a forward that would need a gradient is refused.
+BOOST_AUTO_TEST_CASE(a_quantized_linear_is_the_linear_of_its_dequantized_weight_and_has_no_gradient) {
+  manual_seed(7);
+  Linear lin(40, 6);
+  const Tensor float_weight = lin.weight().value().clone();
+  lin.quantize_weights();
+  BOOST_TEST(lin.is_quantized());
+  BOOST_TEST(max_abs_diff(lin.weight().value(), float_weight) == 0.0);
+  const Variable x(randn({3, 40}, 8, DType::f32));
+  {
+    NoGradGuard no_grad;
+    const Tensor want = ag::linear(x, Variable(dequantize(lin.quantized_weight())), lin.bias()).value();
+    BOOST_TEST(max_abs_diff(lin(x).value(), want) <= 1e-5);
+    BOOST_TEST(max_abs_diff(lin(x).value(), ag::linear(x, lin.weight(), lin.bias()).value()) > 1e-5);
+  }
+  AG_CHECK_THROWS_WITH(lin(x), std::logic_error, "int8_linear", "'weight'", "quantized to int8");
+  Linear f64(4, 2);
+  f64.to(DType::f64);
+  AG_CHECK_THROWS_WITH(f64.quantize_weights(), std::invalid_argument, "quantize_weights", "f64", "float32");
+  BOOST_TEST(!f64.is_quantized());
+}
+
 BOOST_AUTO_TEST_CASE(forward_is_x_times_weight_transposed_plus_bias) {
   manual_seed(2);
   Linear lin(4, 3);
