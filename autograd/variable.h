@@ -125,9 +125,10 @@ class GradSink {
   void add(size_t i, Tensor&& g);
   // Adds the matrix product a b, a: (M, K), b: (K, N), to input i's gradient: the product's
   // M * N elements, in row-major order, are the gradient's in its own shape (a plain reshape,
-  // which is all the engine knows; the op decides what its rows mean). When that gradient already exists (a leaf's grad, or one a node is
-  // gathering and owns) the product is accumulated into it by BLAS with beta = 1: no
-  // temporary, no separate addition; otherwise the product becomes the gradient.
+  // which is all the engine knows; the op decides what its rows mean). When that gradient
+  // already exists (a leaf's grad, or one a node is gathering and owns) the product is
+  // accumulated into it by BLAS with beta = 1: no temporary, no separate addition; otherwise
+  // the product becomes the gradient.
   void add_matmul(size_t i, const Tensor& a, const Tensor& b);
   // Adds row r of `rows` (R, D) to row at[r] of input i's gradient, seen as (N, D): a scatter
   // into a table's gradient (embedding's backward). The rows named in `at` must differ. As in

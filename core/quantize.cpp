@@ -115,7 +115,9 @@ void direct_rows(const float* x, int64_t m, const Int8Matrix& w, const float* bi
 }
 
 // Rows of W per dequantized tile: about 512 KB of floats, a multiple of 16, at least 16.
-int64_t tile_rows(int64_t cols) { return std::clamp<int64_t>((int64_t{1} << 17) / std::max<int64_t>(cols, 1), 16, 256) / 16 * 16; }
+int64_t tile_rows(int64_t cols) {
+  return std::clamp<int64_t>((int64_t{1} << 17) / std::max<int64_t>(cols, 1), 16, 256) / 16 * 16;
+}
 
 std::string shape_of(const Int8Matrix& w) { return "(" + std::to_string(w.rows) + ", " + std::to_string(w.cols) + ")"; }
 

@@ -8,7 +8,8 @@
 // The text is read as train_gpt reads it (files joined in order, or a corpus name) and encoded
 // with the checkpoint's tokenizer. --quantize int8 scores the model with int8 weights
 // (GPT::quantize_int8), to see what quantization costs in perplexity. A fine-tuning checkpoint
-// comes with its adapters (and its base, when it holds only the adapter). Exit codes: 0 done, 1 error (a file), 2 bad command line.
+// comes with its adapters (and its base, when it holds only the adapter).
+// Exit codes: 0 done, 1 error (a file), 2 bad command line.
 #include <iomanip>
 #include <iostream>
 #include <string>

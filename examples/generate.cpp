@@ -8,8 +8,9 @@
 // with or without the KV cache (--no-cache recomputes the whole window for every token: slower,
 // the same tokens). --quantize int8 runs the model with int8 weights (GPT::quantize_int8): about
 // 2.7x the tokens per second of float32 for GPT-2 124M here, and tokens that may part from the
-// float model's where two candidates are close. The prompt must fit the model's context (block_size tokens); once the text
-// grows past it, the window slides and the model sees the last block_size tokens.
+// float model's where two candidates are close. The prompt must fit the model's context
+// (block_size tokens); once the text grows past it, the window slides and the model sees the
+// last block_size tokens.
 // Every write to stdout is checked: a closed stdout, a full disk or a pipe whose reader has gone
 // (with SIGPIPE ignored) stops generation at once with an error.
 // Exit codes: 0 done, 1 error (the checkpoint, or stdout), 2 bad command line or prompt.
