@@ -24,4 +24,12 @@ void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alp
 void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
+// The row step at which a product may be cut into separately computed row blocks of C with
+// every element keeping the bits of the uncut product: BLAS kernels compute rows in groups of
+// their unroll and a block's last rows (past a multiple of it) by another loop, so cuts at
+// multiples of every unroll the library may use leave each row on the same path. OpenBLAS's
+// Haswell and Zen kernels take our rows 12 at a time in f32 and 4 in f64: 12. Any other
+// kernel: 48, a multiple of every unroll seen (4, 8, 12, 16).
+int64_t gemm_row_alignment();
+
 }  // namespace ag

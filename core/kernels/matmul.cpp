@@ -94,15 +94,14 @@ void run_product(const Tensor& a, const Tensor& b, const ProductShapes& shapes, 
   const int64_t rank = batch.rank();
   // Big products are split over the pool: by batch item when there are enough of them, else by
   // rows of each product, one single-threaded BLAS call per piece. Pieces start at multiples of
-  // kSplitAlign rows: BLAS kernels give a matrix's last rows (past a multiple of their unroll)
-  // a different loop, and an aligned split keeps every row on the same path, so the bits do
-  // not depend on the thread count (tests/core/test_parallel.cpp holds this; splitting columns
-  // does not keep it, so it is not done). The unroll depends on the kernel OpenBLAS picks for
-  // the CPU: its Zen float32 kernel takes our rows 12 at a time, the others seen here 4 or 8,
-  // so the alignment is 48, a multiple of each (64 was not, and split differently on Zen).
-  // The rows past the last multiple go with the piece before them: a piece of one row alone
-  // would be a matrix-vector product to BLAS, another loop again.
-  constexpr int64_t kSplitAlign = 48;
+  // gemm_row_alignment() rows (core/gemm.h): BLAS kernels give a matrix's last rows (past a
+  // multiple of their unroll) a different loop, and an aligned split keeps every row on the
+  // same path, so the bits do not depend on the thread count (tests/core/test_parallel.cpp
+  // holds this; splitting columns does not keep it, so it is not done). The finer the step, the
+  // more even the halves: 256 rows split 132 / 124 at 12, 144 / 112 at 48. The rows past the
+  // last multiple go with the piece before them: a piece of one row alone would be a
+  // matrix-vector product to BLAS, another loop again.
+  const int64_t kSplitAlign = gemm_row_alignment();
   const double work = 2.0 * static_cast<double>(nb) * static_cast<double>(m) * static_cast<double>(n) *
                       static_cast<double>(k);
   const int64_t units = std::max<int64_t>(1, m / kSplitAlign);

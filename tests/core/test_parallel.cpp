@@ -244,6 +244,7 @@ BOOST_AUTO_TEST_CASE(big_products_give_the_same_bits_with_one_and_two_threads) {
   const std::vector<Case> cases = {{{300, 120}, {120, 200}, false},
                                    {{130, 120}, {120, 400}, false},
                                    {{257, 130}, {150, 130}, true},
+                                   {{256, 96}, {96, 300}, false},  // cut at 132 with a step of 12, 144 with 48
                                    {{6, 64, 80}, {6, 80, 150}, false}};
   uint64_t seed = 1;
   for (const Case& c : cases) {
