@@ -24,11 +24,15 @@
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
+#include "attograd/core/parallel.h"
 #include "attograd/core/vec_math.h"
 
 namespace ag::kernels {
 
 namespace {
+
+// Flops per logit, roughly (an exp and a few adds), for parallel_chunks.
+constexpr double kRowWork = 20;
 
 void check_arguments(const Tensor& logits, const Indices& targets, int64_t ignore_index, double label_smoothing) {
   if (!logits.defined()) throw std::invalid_argument("cross_entropy: the logits tensor is undefined");
@@ -73,50 +77,59 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits_in, const Indices
     T* ploss = out.losses.data<T>();
     T* plse = out.lse.data<T>();
     const Acc ls = static_cast<Acc>(label_smoothing);
-    constexpr int64_t kChunk = 256;
-    T e[kChunk];
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t t = targets[r];
-      if (t == ignore_index) {
-        ploss[r] = 0;
-        plse[r] = 0;  // never read: ignored rows get no gradient
-        continue;
+    // Rows are independent: each thread takes whole rows, so any thread count gives the same bits.
+    parallel_for(rows, parallel_chunks(rows, kRowWork * static_cast<double>(rows * classes)),
+                 [&](int64_t first, int64_t last) {
+      constexpr int64_t kChunk = 256;
+      T e[kChunk];
+      for (int64_t r = first; r < last; ++r) {
+        const int64_t t = targets[r];
+        if (t == ignore_index) {
+          ploss[r] = 0;
+          plse[r] = 0;  // never read: ignored rows get no gradient
+          continue;
+        }
+        const T* x = px + r * classes;
+        const T mx = row_max(x, classes);  // for f32 vectorised; the same value in any order
+        // The exps go through a small buffer so that their loop vectorises for f32 (no running
+        // sum inside); the sums then run in the same order as one fused loop would.
+        Acc total = 0;
+        for (int64_t j0 = 0; j0 < classes; j0 += kChunk) {
+          const int64_t len = std::min(kChunk, classes - j0);
+          exp_row(x + j0, e, len, mx);
+          for (int64_t j = 0; j < len; ++j) total += static_cast<Acc>(e[j]);
+        }
+        const Acc lse = static_cast<Acc>(mx) + std::log(total);
+        Acc loss = lse - static_cast<Acc>(x[t]);
+        if (ls > 0) {  // the mean of the logits only matters with smoothing
+          Acc sum_x = 0;
+          for (int64_t j = 0; j < classes; ++j) sum_x += static_cast<Acc>(x[j]);
+          loss = (1 - ls) * loss + ls * (lse - sum_x / static_cast<Acc>(classes));
+        }
+        ploss[r] = static_cast<T>(loss);
+        plse[r] = static_cast<T>(lse);
       }
-      const T* x = px + r * classes;
-      const T mx = row_max(x, classes);  // for f32 vectorised; the same value in any order
-      // The exps go through a small buffer so that their loop vectorises for f32 (no running
-      // sum inside); the sums then run in the same order as one fused loop would.
-      Acc total = 0, sum_x = 0;
-      for (int64_t j0 = 0; j0 < classes; j0 += kChunk) {
-        const int64_t len = std::min(kChunk, classes - j0);
-        exp_row(x + j0, e, len, mx);
-        for (int64_t j = 0; j < len; ++j) total += static_cast<Acc>(e[j]);
-      }
-      for (int64_t j = 0; j < classes; ++j) sum_x += static_cast<Acc>(x[j]);
-      const Acc lse = static_cast<Acc>(mx) + std::log(total);
-      Acc loss = lse - static_cast<Acc>(x[t]);
-      if (ls > 0) loss = (1 - ls) * loss + ls * (lse - sum_x / static_cast<Acc>(classes));
-      ploss[r] = static_cast<T>(loss);
-      plse[r] = static_cast<T>(lse);
-    }
+    });
   });
   return out;
 }
 
-Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& lse_in, const Indices& targets,
-                              int64_t ignore_index, double label_smoothing, const Tensor& row_grad) {
-  check_arguments(logits_in, targets, ignore_index, label_smoothing);
-  const int64_t rows = logits_in.shape()[0];
-  const int64_t classes = logits_in.shape()[1];
+namespace {
+
+// The gradient of the rows of contiguous `logits` into `dx` (which may be `logits` itself:
+// each element is read once, before its own gradient is written over it).
+void write_cross_entropy_grad(const Tensor& logits, const Tensor& lse_in, const Indices& targets,
+                              int64_t ignore_index, double label_smoothing, const Tensor& row_grad, Tensor& dx) {
+  check_arguments(logits, targets, ignore_index, label_smoothing);
+  const int64_t rows = logits.shape()[0];
+  const int64_t classes = logits.shape()[1];
   if (lse_in.shape() != Shape{rows} || !row_grad.defined() || row_grad.shape() != Shape{rows}) {
     throw std::invalid_argument("cross_entropy_backward: lse " + lse_in.shape().str() + " and row gradient " +
                                 (row_grad.defined() ? row_grad.shape().str() : std::string("undefined")) +
                                 " must both be (" + std::to_string(rows) + ",) for logits " +
-                                logits_in.shape().str());
+                                logits.shape().str());
   }
-  const Tensor logits = logits_in.contiguous();
   const Tensor lse = lse_in.contiguous();
-  Tensor dx(logits.shape(), logits.dtype());
   dispatch(logits.dtype(), [&]<typename T>(T) {
     const T* px = logits.data<T>();
     const T* plse = lse.data<T>();
@@ -125,22 +138,44 @@ Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& lse_in, con
     T* pd = dx.data<T>();
     const T smooth = static_cast<T>(label_smoothing / static_cast<double>(classes));
     const T hit = static_cast<T>(1.0 - label_smoothing);
-    for (int64_t r = 0; r < rows; ++r) {
-      T* d = pd + r * classes;
-      const int64_t t = targets[r];
-      if (t == ignore_index) {
-        std::fill(d, d + classes, T(0));
-        continue;
+    parallel_for(rows, parallel_chunks(rows, kRowWork * static_cast<double>(rows * classes)),
+                 [&](int64_t first, int64_t last) {
+      for (int64_t r = first; r < last; ++r) {
+        T* d = pd + r * classes;
+        const int64_t t = targets[r];
+        if (t == ignore_index) {
+          std::fill(d, d + classes, T(0));
+          continue;
+        }
+        const T* x = px + r * classes;
+        const T g = pg[r * g_stride];
+        const T l = plse[r];
+        exp_row(x, d, classes, l);  // softmax_j, then the gradient in place
+        for (int64_t j = 0; j < classes; ++j) d[j] = g * (d[j] - smooth);
+        d[t] -= g * hit;
       }
-      const T* x = px + r * classes;
-      const T g = pg[r * g_stride];
-      const T l = plse[r];
-      exp_row(x, d, classes, l);  // softmax_j, then the gradient in place
-      for (int64_t j = 0; j < classes; ++j) d[j] = g * (d[j] - smooth);
-      d[t] -= g * hit;
-    }
+    });
   });
+}
+
+}  // namespace
+
+Tensor cross_entropy_backward(const Tensor& logits_in, const Tensor& lse, const Indices& targets,
+                              int64_t ignore_index, double label_smoothing, const Tensor& row_grad) {
+  if (!logits_in.defined()) throw std::invalid_argument("cross_entropy: the logits tensor is undefined");
+  const Tensor logits = logits_in.contiguous();
+  Tensor dx(logits.shape(), logits.dtype());
+  write_cross_entropy_grad(logits, lse, targets, ignore_index, label_smoothing, row_grad, dx);
   return dx;
+}
+
+void cross_entropy_backward_(Tensor& logits, const Tensor& lse, const Indices& targets, int64_t ignore_index,
+                             double label_smoothing, const Tensor& row_grad) {
+  if (!logits.defined() || !logits.is_contiguous()) {
+    throw std::invalid_argument("cross_entropy_backward_: the logits must be a contiguous tensor, got " +
+                                (logits.defined() ? logits.shape().str() + " (non-contiguous)" : std::string("undefined")));
+  }
+  write_cross_entropy_grad(logits, lse, targets, ignore_index, label_smoothing, row_grad, logits);
 }
 
 }  // namespace ag::kernels

@@ -97,6 +97,9 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Indices& t
 //   row_grad[r] * (softmax_j - (1 - ls) [j == t] - ls / C), zero rows for ignored targets.
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& lse, const Indices& targets,
                               int64_t ignore_index, double label_smoothing, const Tensor& row_grad);
+// The same, written over the (contiguous) logits themselves: no second (N, C) buffer.
+void cross_entropy_backward_(Tensor& logits, const Tensor& lse, const Indices& targets, int64_t ignore_index,
+                             double label_smoothing, const Tensor& row_grad);
 
 // ---- scaled dot-product attention ----
 // q: (B, H, Tq, Dk), k: (B, H, Tk, Dk), v: (B, H, Tk, Dv); the mask (autograd/attention_mask.h)

@@ -408,6 +408,37 @@ BOOST_AUTO_TEST_CASE(layer_norm_gives_the_same_bits_with_one_and_two_threads) {
   BOOST_TEST(max_abs_diff(f64(d[1].dbias), d_ref.dbias) < 1e-5 * 1500);
 }
 
+BOOST_AUTO_TEST_CASE(cross_entropy_gives_the_same_bits_with_one_and_two_threads_and_in_place) {
+  // 128 rows of 1000 classes (an ignored row and smoothing included): the rows are shared out
+  // whole, so every splitting gives the same losses, log-sum-exps and gradient; the gradient
+  // written over the logits equals the one written beside them.
+  Generator gen(37);
+  const Tensor logits = normal({128, 1000}, 0.0, 3.0, gen);
+  std::vector<int64_t> t(128);
+  for (int64_t i = 0; i < 128; ++i) t[static_cast<size_t>(i)] = i == 5 ? -100 : (i * 37) % 1000;
+  const Indices targets({128}, t);
+  const Tensor rows = normal({128}, 0.0, 1.0, gen);
+  kernels::CrossEntropyForward f[kSplittings];
+  Tensor d[kSplittings];
+  for (int way = 0; way < kSplittings; ++way) {
+    const Splitting split(way);
+    BOOST_REQUIRE(parallel_chunks(128, 20.0 * 128 * 1000) == (way == 0 ? 1 : way == 1 ? 2 : 8));
+    f[way] = kernels::cross_entropy_forward(logits, targets, -100, 0.1);
+    d[way] = kernels::cross_entropy_backward(logits, f[way].lse, targets, -100, 0.1, rows);
+  }
+  for (int way = 1; way < kSplittings; ++way) {
+    BOOST_TEST(same_bits(f[0].losses, f[way].losses));
+    BOOST_TEST(same_bits(f[0].lse, f[way].lse));
+    BOOST_TEST(same_bits(d[0], d[way]));
+  }
+  Tensor in_place = logits.clone();
+  kernels::cross_entropy_backward_(in_place, f[0].lse, targets, -100, 0.1, rows);
+  BOOST_TEST(same_bits(in_place, d[0]));
+  Tensor strided = logits.clone().t();
+  AG_CHECK_THROWS_WITH(kernels::cross_entropy_backward_(strided, f[0].lse, targets, -100, 0.1, rows),
+                       std::invalid_argument, "cross_entropy_backward_", "contiguous");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
