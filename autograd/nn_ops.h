@@ -73,9 +73,11 @@ Variable cross_entropy(const Variable& logits, const Indices& targets, const Cro
 // ---- linear_cross_entropy (ops/linear_cross_entropy.cpp): a head and its loss, in chunks ----
 // cross_entropy(linear(h, weight), targets) for h (..., d), weight (V, d) (no bias) and targets
 // h's shape without d, computed chunk_rows rows at a time: the (rows, V) logits never exist
-// whole, in forward or backward (backward recomputes each chunk's logits). The same value and
-// gradients up to rounding; with one chunk (chunk_rows >= rows) the same bits. Reductions mean
-// and sum only.
+// whole. When the op is recorded, forward also computes dh and dW while each chunk's logits are
+// at hand (for a result gradient of 1, scaled in backward when it is not), so dW exists from
+// the forward on and backward does no products. The same value and gradients up to rounding;
+// with one chunk (chunk_rows >= rows) and a result gradient of 1, the same bits. Reductions
+// mean and sum only.
 struct LinearCrossEntropyOptions {
   int64_t ignore_index = -100;
   double label_smoothing = 0.0;
@@ -84,8 +86,9 @@ struct LinearCrossEntropyOptions {
 };
 Variable linear_cross_entropy(const Variable& h, const Variable& weight, const Indices& targets,
                               const LinearCrossEntropyOptions& options = {});
-// The rows per chunk that keep a chunk's logits within `budget_elements` values (at least 1).
-int64_t linear_cross_entropy_chunk(int64_t vocab, int64_t budget_elements = int64_t{8} << 20);
+// The rows per chunk that keep a chunk's logits within `budget_elements` values (at least 1),
+// rounded down to a multiple of 96 from 96 on (two threads then take equal halves).
+int64_t linear_cross_entropy_chunk(int64_t vocab, int64_t budget_elements = int64_t{16} << 20);
 
 // ---- scaled dot-product attention (ops/attention.cpp) ----
 // q: (B, H, Tq, Dk), k: (B, H, Tk, Dk), v: (B, H, Tk, Dv) -> (B, H, Tq, Dv)

@@ -1,14 +1,23 @@
 // linear_cross_entropy: a vocabulary head and its cross-entropy in one op, computed a chunk of
 // rows at a time so that the (N, V) logits never exist whole, neither in forward nor in
 // backward. With a 50,257-token vocabulary the logits of 8 x 256 positions are 411 MB in f32,
-// twice that with their gradient; a chunk of 160 rows holds 32 MB.
+// twice that with their gradient; a chunk of 288 rows holds 58 MB, turned into its own gradient
+// in place.
 //
 // For rows r of a chunk:  logits_r = h_r W^T,  loss_r = lse_r - logits_r[t_r]  (cross_entropy's
-// kernels, label smoothing included). Forward keeps only each row's log-sum-exp; backward
-// recomputes the chunk's logits from h and W (one product more than keeping them) and turns
-// them into the gradient in place:
+// kernels, label smoothing included), and with g_r the gradient of the loss row
+// (1/counted for a mean, 1 for a sum, times the gradient of the op's result):
 //   dlogits = g_r (softmax - onehot),  dh_chunk = dlogits W,  dW += dlogits^T h_chunk
 // With one chunk this is, operation for operation, cross_entropy(linear(h, W), t).
+//
+// When the op is recorded for backward, forward goes on to the gradients while each chunk's
+// logits are still at hand, as if the result's gradient were 1, and keeps dh and dW. Keeping
+// only the log-sum-exps instead would cost backward a second product per chunk to rebuild the
+// logits: at GPT-2's 50,257 x 768 head, a third of the head's products. The price is that dW
+// (the size of W) exists from this forward on rather than from its backward; the loss is the
+// graph's last op, so that is when backward starts anyway. Backward hands the two over, or for
+// a result gradient g != 1 (loss * 1/K under gradient accumulation) scales them by g first:
+// then the gradients equal the direct computation's up to rounding; for g = 1 they are its bits.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -63,10 +72,38 @@ Indices targets_range(const Indices& targets, int64_t begin, int64_t n) {
   return Indices(Shape{n}, std::vector<int64_t>(first, first + n));
 }
 
+// Hands a gradient computed for a result gradient of 1 to input i, as `shape`, times the
+// actual result gradient g (a scalar) unless g is 1. Without retain_graph the op's reference is
+// dropped first, so a first gradient takes the tensor over instead of copying it, and a scaling
+// happens in place; with it, the tensor stays as it is for the next pass.
+void hand_over(GradSink& grads, size_t i, Tensor& grad, const Tensor& g, const Shape& shape) {
+  if (!grads.wants(i) || !grad.defined()) return;
+  const double factor = g.item();
+  Tensor out = grad;
+  if (!grads.graph_retained()) grad = Tensor();
+  if (factor != 1.0) {
+    if (grads.graph_retained()) {
+      out = kernels::affine(out, factor, 0.0);
+    } else {
+      dispatch(out.dtype(), [&]<typename T>(T) {  // as affine computes it: v * g + 0
+        T* p = out.data<T>();
+        const T s = static_cast<T>(factor);
+        for (int64_t k = 0; k < out.numel(); ++k) p[k] = p[k] * s + T(0);
+      });
+    }
+  }
+  out = out.view(shape);
+  grads.add(i, std::move(out));
+}
+
 }  // namespace
 
 int64_t linear_cross_entropy_chunk(int64_t vocab, int64_t budget_elements) {
-  return std::max<int64_t>(1, budget_elements / std::max<int64_t>(vocab, 1));
+  const int64_t rows = std::max<int64_t>(1, budget_elements / std::max<int64_t>(vocab, 1));
+  // The products cut their rows for the threads at multiples of gemm_row_alignment() (12 or
+  // 48, core/gemm.h): a multiple of 96 rows gives two threads equal halves with either.
+  constexpr int64_t kEvenRows = 96;
+  return rows >= kEvenRows ? rows / kEvenRows * kEvenRows : rows;
 }
 
 Variable linear_cross_entropy(const Variable& h, const Variable& weight, const Indices& targets,
@@ -77,54 +114,57 @@ Variable linear_cross_entropy(const Variable& h, const Variable& weight, const I
   const Tensor h2 = h.value().contiguous().view({rows, d});
   const Tensor w = weight.value();
   const int64_t chunk = std::min(options.chunk_rows, std::max<int64_t>(rows, 1));
-
-  // Each chunk's logits, their losses and log-sum-exps; the losses are summed in f64 (as
-  // cross_entropy sums its rows), the log-sum-exps kept for backward.
-  Tensor lse(Shape{rows}, h.dtype());
-  double total = 0;
   int64_t counted = 0;
+  for (int64_t i = 0; i < rows; ++i) counted += targets[i] != options.ignore_index ? 1 : 0;
+
+  const bool record = any_requires_grad({h, weight});
+  const bool want_h = record && h.requires_grad(), want_w = record && weight.requires_grad();
+  // The gradients for a result gradient of 1: zero when a mean has nothing to average.
+  Tensor dh = want_h ? zeros(Shape{rows, d}, h.dtype()) : Tensor();
+  Tensor dw = want_w && counted == 0 ? zeros(w.shape(), w.dtype()) : Tensor();
+  const bool gradients = (want_h || want_w) && !(options.reduction == Reduction::mean && counted == 0);
+  const double scale = options.reduction == Reduction::mean ? 1.0 / static_cast<double>(std::max<int64_t>(counted, 1))
+                                                            : 1.0;
+  // d loss / d loss_row, as cross_entropy's backward computes it for a result gradient of 1.
+  const Tensor row_grad = kernels::affine(scalar(1.0, h.dtype()), scale, 0.0).reshape({1});
+
+  // Each chunk's logits, their losses and (when recording) gradients; the losses are summed in
+  // f64, as cross_entropy sums its rows.
+  double total = 0;
   for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
     const int64_t n = std::min(chunk, rows - r0);
     const Indices t = targets_range(targets, r0, n);
-    const Tensor logits = kernels::matmul(h2.narrow(0, r0, n), w.t());
+    const Tensor hc = h2.narrow(0, r0, n);
+    Tensor logits = kernels::matmul(hc, w.t());
     const kernels::CrossEntropyForward f =
         kernels::cross_entropy_forward(logits, t, options.ignore_index, options.label_smoothing);
     total += kernels::sum(f.losses.to(DType::f64), {}).item();
-    Tensor part = lse.narrow(0, r0, n);
-    part.copy_(f.lse);
-    for (int64_t i = 0; i < n; ++i) counted += t[i] != options.ignore_index ? 1 : 0;
+    if (!gradients) continue;
+    // The logits become their own gradient: one (n, V) buffer per chunk, not two.
+    kernels::cross_entropy_backward_(logits, f.lse, t, options.ignore_index, options.label_smoothing,
+                                     row_grad.expand({n}));
+    const Tensor& dlogits = logits;
+    if (want_w) {
+      if (dw.defined()) kernels::matmul_add_(dw, dlogits.t(), hc);
+      else dw = kernels::matmul(dlogits.t(), hc);
+    }
+    if (want_h) {
+      Tensor part = dh.narrow(0, r0, n);
+      kernels::matmul_add_(part, dlogits, w);
+    }
   }
   const double value = options.reduction == Reduction::sum ? total
                        : counted > 0                       ? total / static_cast<double>(counted)
                                                            : 0.0;
   Tensor out = scalar(value, h.dtype());
-  if (!any_requires_grad({h, weight})) return Variable(std::move(out));
+  if (!record) return Variable(std::move(out));
 
-  return make_result(
-      "linear_cross_entropy", std::move(out), {h, weight},
-      [h2, w, lse, targets, options, counted, rows, chunk, shape = h.shape()](const Tensor& g, GradSink& grads) {
-        if (options.reduction == Reduction::mean && counted == 0) {
-          if (grads.wants(0)) grads.add(0, zeros(shape, g.dtype()));
-          if (grads.wants(1)) grads.add(1, zeros(w.shape(), g.dtype()));
-          return;
-        }
-        const double scale = options.reduction == Reduction::mean ? 1.0 / static_cast<double>(counted) : 1.0;
-        const Tensor row_grad = kernels::affine(g, scale, 0.0).reshape({1});
-        Tensor dh = grads.wants(0) ? zeros(Shape{rows, w.shape()[1]}, g.dtype()) : Tensor();
-        for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-          const int64_t n = std::min(chunk, rows - r0);
-          const Tensor hc = h2.narrow(0, r0, n);
-          const Tensor dlogits = kernels::cross_entropy_backward(
-              kernels::matmul(hc, w.t()), lse.narrow(0, r0, n), targets_range(targets, r0, n), options.ignore_index,
-              options.label_smoothing, row_grad.expand({n}));
-          if (grads.wants(1)) grads.add_matmul(1, dlogits.t(), hc);
-          if (grads.wants(0)) {
-            Tensor part = dh.narrow(0, r0, n);
-            kernels::matmul_add_(part, dlogits, w);
-          }
-        }
-        if (grads.wants(0)) grads.add(0, std::move(dh).view(shape));
-      });
+  return make_result("linear_cross_entropy", std::move(out), {h, weight},
+                     [dh = std::move(dh), dw = std::move(dw), shape = h.shape()](const Tensor& g,
+                                                                                  GradSink& grads) mutable {
+                       hand_over(grads, 0, dh, g, shape);
+                       hand_over(grads, 1, dw, g, dw.defined() ? dw.shape() : Shape());
+                     });
 }
 
 }  // namespace ag

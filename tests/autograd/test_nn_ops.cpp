@@ -613,6 +613,59 @@ BOOST_AUTO_TEST_CASE(linear_cross_entropy_equals_the_head_then_the_loss) {
   BOOST_TEST(max_abs_diff(w1.grad(), w2.grad()) == 0.0);
 }
 
+BOOST_AUTO_TEST_CASE(linear_cross_entropy_scales_its_gradients_by_the_results_and_serves_a_retained_graph) {
+  // Forward computes the gradients for a result gradient of 1. A loss scaled before backward
+  // (loss * 1/K under gradient accumulation) and a second backward through a retained graph
+  // must still give the direct computation's gradients, over several chunks.
+  for (const double factor : {0.37, -2.0}) {
+    const Variable h1 = testing::randn_leaf({2, 4, 5}, 71), w1 = testing::randn_leaf({6, 5}, 72);
+    const Variable h2 = testing::randn_leaf({2, 4, 5}, 71), w2 = testing::randn_leaf({6, 5}, 72);
+    const Variable a = cross_entropy(linear(h1, w1), kLceTargets, {.ignore_index = 3}) * factor;
+    const Variable b = linear_cross_entropy(h2, w2, kLceTargets, lce_options(3, Reduction::mean, 0.0, 3)) * factor;
+    a.backward();
+    b.backward();
+    BOOST_TEST(max_abs_diff(h1.grad(), h2.grad()) <= 1e-12, "factor " << factor);
+    BOOST_TEST(max_abs_diff(w1.grad(), w2.grad()) <= 1e-12, "factor " << factor);
+  }
+  const Variable h = testing::randn_leaf({2, 4, 5}, 73), w = testing::randn_leaf({6, 5}, 74);
+  const Variable loss = linear_cross_entropy(h, w, kLceTargets, lce_options(3, Reduction::sum, 0.1, 3));
+  loss.backward(Tensor(), /*retain_graph=*/true);
+  const Tensor dh = h.grad().clone(), dw = w.grad().clone();
+  loss.backward(full({}, 0.5, DType::f64), /*retain_graph=*/true);  // adds half of it again
+  loss.backward();
+  BOOST_TEST(max_abs_diff(h.grad(), kernels::affine(dh, 2.5, 0.0)) <= 1e-12);
+  BOOST_TEST(max_abs_diff(w.grad(), kernels::affine(dw, 2.5, 0.0)) <= 1e-12);
+  // Only the inputs that ask for a gradient get one (a frozen head, as in LoRA fine-tuning).
+  const Variable frozen(testing::randn_leaf({6, 5}, 74).value(), /*requires_grad=*/false);
+  const Variable h3 = testing::randn_leaf({2, 4, 5}, 73);
+  linear_cross_entropy(h3, frozen, kLceTargets, lce_options(3, Reduction::sum, 0.1, 3)).backward();
+  BOOST_TEST(max_abs_diff(h3.grad(), dh) == 0.0);
+  BOOST_TEST(!frozen.grad().defined());
+}
+
+BOOST_AUTO_TEST_CASE(linear_cross_entropy_backward_builds_no_logits) {
+  // 64 rows over a 20,000-word vocabulary in f64: a chunk's logits are 10 MB. Forward has
+  // already turned them into the gradients, so backward only hands dh and dW over: it
+  // allocates nothing of the logits' size (rebuilding them would take 20 MB, logits and their
+  // gradient), and a first gradient is the op's own tensor, not a copy.
+  constexpr int64_t rows = 64, vocab = 20000, d = 8;
+  const Variable h = testing::randn_leaf({rows, d}, 81), w = testing::randn_leaf({vocab, d}, 82);
+  std::vector<int64_t> t(rows);
+  for (int64_t i = 0; i < rows; ++i) t[static_cast<size_t>(i)] = static_cast<int64_t>(Generator::bits(83, i) % vocab);
+  const Indices targets({rows}, t);
+  const Variable loss = linear_cross_entropy(h, w, targets, {.chunk_rows = rows});
+  const std::size_t before = memory_stats().live;
+  reset_peak_memory_stats();
+  loss.backward();
+  const std::size_t logits_bytes = static_cast<std::size_t>(rows * vocab) * sizeof(double);
+  BOOST_TEST(memory_stats().peak_live - before < logits_bytes / 10);
+  // The gradients are still the direct computation's.
+  const Variable h2 = testing::randn_leaf({rows, d}, 81), w2 = testing::randn_leaf({vocab, d}, 82);
+  cross_entropy(linear(h2, w2), targets).backward();
+  BOOST_TEST(max_abs_diff(h.grad(), h2.grad()) == 0.0);
+  BOOST_TEST(max_abs_diff(w.grad(), w2.grad()) == 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(linear_cross_entropy_refuses_bad_input_by_name) {
   const Variable h = testing::randn_leaf({2, 4, 5}, 61), w = testing::randn_leaf({6, 5}, 62);
   AG_CHECK_THROWS_WITH(linear_cross_entropy(h, w, kLceTargets, {.reduction = Reduction::none}), std::invalid_argument,

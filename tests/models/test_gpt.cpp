@@ -33,17 +33,17 @@ BOOST_AUTO_TEST_CASE(logits_are_causal_and_shaped_b_t_vocab) {
 }
 
 BOOST_AUTO_TEST_CASE(the_loss_in_chunks_is_the_loss_of_the_whole_logits) {
-  // A vocabulary of 3000: chunks of linear_cross_entropy_chunk(3000) = 2796 positions, so the
+  // A vocabulary of 6000: chunks of linear_cross_entropy_chunk(6000) = 2784 positions, so the
   // 3 x 1024 positions below take two chunks (and the logits are never whole).
-  const GPTOptions o{.vocab = 3000, .block_size = 1024, .d_model = 8, .n_head = 2, .n_layers = 1};
+  const GPTOptions o{.vocab = 6000, .block_size = 1024, .d_model = 8, .n_head = 2, .n_layers = 1};
   BOOST_REQUIRE(linear_cross_entropy_chunk(o.vocab) < 3 * 1024);
   std::vector<int64_t> ids(3 * 1024), targets(3 * 1024);
   for (size_t i = 0; i < ids.size(); ++i) {
-    ids[i] = static_cast<int64_t>(Generator::bits(3, i) % 3000);
-    targets[i] = static_cast<int64_t>(Generator::bits(4, i) % 3000);
+    ids[i] = static_cast<int64_t>(Generator::bits(3, i) % 6000);
+    targets[i] = static_cast<int64_t>(Generator::bits(4, i) % 6000);
   }
   const Indices x({3, 1024}, ids), y({3, 1024}, targets);
-  for (const int64_t multiple : {1, 64}) {  // 64: the table padded to 3008 rows, never scored
+  for (const int64_t multiple : {1, 64}) {  // 64: the table padded to 6016 rows, never scored
     std::vector<double> losses;
     std::vector<std::vector<Tensor>> grads;
     for (const bool chunked : {false, true}) {
