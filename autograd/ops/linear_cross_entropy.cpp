@@ -25,6 +25,7 @@
 #include "attograd/autograd/nn_ops.h"
 #include "attograd/autograd/ops/kernels.h"
 #include "attograd/core/kernels.h"
+#include "attograd/core/parallel.h"
 
 namespace ag {
 
@@ -88,7 +89,10 @@ void hand_over(GradSink& grads, size_t i, Tensor& grad, const Tensor& g, const S
       dispatch(out.dtype(), [&]<typename T>(T) {  // as affine computes it: v * g + 0
         T* p = out.data<T>();
         const T s = static_cast<T>(factor);
-        for (int64_t k = 0; k < out.numel(); ++k) p[k] = p[k] * s + T(0);
+        const int64_t n = out.numel();
+        parallel_for(n, parallel_chunks(n, static_cast<double>(n)), [&](int64_t begin, int64_t end) {
+          for (int64_t k = begin; k < end; ++k) p[k] = p[k] * s + T(0);
+        });
       });
     }
   }
