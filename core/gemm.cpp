@@ -73,14 +73,17 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, Trans
   return false;
 }
 
-int64_t gemm_row_alignment() {
+int64_t gemm_row_alignment(std::string_view openblas_core) {
   // Measured with OpenBLAS 0.3.21 by cutting products of many shapes and transposes at each
   // step: Haswell and Zen keep every bit at 12 and 24 but not at 4, 8 or 16 (f32); Prescott
   // and Sandybridge at any step. Unknown kernels keep the conservative 48.
+  return openblas_core == "Haswell" || openblas_core == "Zen" ? 12 : 48;
+}
+
+int64_t gemm_row_alignment() {
   static const int64_t alignment = [] {
     const char* name = openblas_get_corename();
-    const std::string_view core = name != nullptr ? name : "";
-    return core == "Haswell" || core == "Zen" ? int64_t{12} : int64_t{48};
+    return gemm_row_alignment(name != nullptr ? name : "");
   }();
   return alignment;
 }

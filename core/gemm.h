@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace ag {
 
@@ -29,7 +30,9 @@ void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double al
 // their unroll and a block's last rows (past a multiple of it) by another loop, so cuts at
 // multiples of every unroll the library may use leave each row on the same path. OpenBLAS's
 // Haswell and Zen kernels take our rows 12 at a time in f32 and 4 in f64: 12. Any other
-// kernel: 48, a multiple of every unroll seen (4, 8, 12, 16).
+// kernel: 48, a multiple of every unroll seen (4, 8, 12, 16). The second form is the rule for a
+// kernel set named as openblas_get_corename() names it.
 int64_t gemm_row_alignment();
+int64_t gemm_row_alignment(std::string_view openblas_core);
 
 }  // namespace ag

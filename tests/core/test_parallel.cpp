@@ -7,10 +7,13 @@
 #include <mutex>
 #include <thread>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 #include <stdexcept>
 #include <vector>
 
 #include "attograd/autograd/ops/kernels.h"
+#include "attograd/core/gemm.h"
 #include "attograd/core/parallel.h"
 #include "attograd/core/threads.h"
 #include "support.h"
@@ -230,6 +233,18 @@ BOOST_AUTO_TEST_CASE(the_blas_note_names_older_kernels_on_a_cpu_with_avx2_and_fm
   BOOST_TEST(blas_kernel_note("Zen", true, false).empty());
   BOOST_TEST(blas_kernel_note("Prescott", false, false).empty());     // an old CPU: nothing better
   BOOST_TEST(blas_kernel_note("Prescott", true, true).empty());       // the user chose them
+}
+
+BOOST_AUTO_TEST_CASE(products_are_cut_at_12_rows_on_haswell_and_zen_kernels_and_48_elsewhere) {
+  // 12 keeps the bits on Haswell and Zen (the suite's second run, on_haswell_kernels.sh, holds
+  // it on real products) and splits 256 rows 132 / 124 where 48 gives 144 / 112.
+  BOOST_TEST(gemm_row_alignment("Haswell") == 12);
+  BOOST_TEST(gemm_row_alignment("Zen") == 12);
+  BOOST_TEST(gemm_row_alignment("Prescott") == 48);
+  BOOST_TEST(gemm_row_alignment("SkylakeX") == 48);  // not measured here: the safe step
+  BOOST_TEST(gemm_row_alignment("") == 48);
+  const char* core = std::getenv("OPENBLAS_CORETYPE");
+  if (core != nullptr && std::string_view(core) == "Haswell") BOOST_TEST(gemm_row_alignment() == 12);
 }
 
 // Shapes big enough to be split: by rows (row counts that are no multiple of OpenBLAS's
