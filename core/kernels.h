@@ -69,6 +69,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias = Tensor());
 // BLAS splits the inner dimension (it adds each partial sum to out); the bits are still the
 // same for any thread count.
 void matmul_add_(Tensor& out, const Tensor& a, const Tensor& b);
+// out = a b, written over out's contents (the same bits as matmul(a, b)): for a caller that
+// chooses when and where the product's memory is allocated. The same requirements on out.
+void matmul_into_(Tensor& out, const Tensor& a, const Tensor& b);
 
 // ---- concatenation ----
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis);

@@ -125,7 +125,11 @@ Variable linear_cross_entropy(const Variable& h, const Variable& weight, const I
   const bool want_h = record && h.requires_grad(), want_w = record && weight.requires_grad();
   // The gradients for a result gradient of 1: zero when a mean has nothing to average.
   Tensor dh = want_h ? zeros(Shape{rows, d}, h.dtype()) : Tensor();
-  Tensor dw = want_w && counted == 0 ? zeros(w.shape(), w.dtype()) : Tensor();
+  // dW is allocated before any chunk's logits, so that the memory it takes is not what a freed
+  // chunk leaves in the block cache (core/storage.h): in the other order the 124M step's peak
+  // RSS was about 80 MB higher. It is written by the first chunk's product.
+  Tensor dw = !want_w ? Tensor() : counted == 0 ? zeros(w.shape(), w.dtype()) : Tensor(w.shape(), w.dtype());
+  bool dw_written = counted == 0;
   const bool gradients = (want_h || want_w) && !(options.reduction == Reduction::mean && counted == 0);
   const double scale = options.reduction == Reduction::mean ? 1.0 / static_cast<double>(std::max<int64_t>(counted, 1))
                                                             : 1.0;
@@ -149,8 +153,9 @@ Variable linear_cross_entropy(const Variable& h, const Variable& weight, const I
                                      row_grad.expand({n}));
     const Tensor& dlogits = logits;
     if (want_w) {
-      if (dw.defined()) kernels::matmul_add_(dw, dlogits.t(), hc);
-      else dw = kernels::matmul(dlogits.t(), hc);
+      if (dw_written) kernels::matmul_add_(dw, dlogits.t(), hc);
+      else kernels::matmul_into_(dw, dlogits.t(), hc);
+      dw_written = true;
     }
     if (want_h) {
       Tensor part = dh.narrow(0, r0, n);

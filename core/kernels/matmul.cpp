@@ -162,20 +162,30 @@ Tensor matmul(const Tensor& a, const Tensor& b, const Tensor& bias) {
   return out;
 }
 
-void matmul_add_(Tensor& out, const Tensor& a, const Tensor& b) {
+namespace {
+
+// out = a b (beta 0) or out += a b (beta 1), into an existing contiguous out of the product's
+// shape and dtype.
+void product_into(Tensor& out, const Tensor& a, const Tensor& b, double beta, const char* kernel) {
   const ProductShapes shapes = product_shapes(a, b, Tensor());
   if (!out.defined() || out.shape() != shapes.out || out.dtype() != a.dtype() || !out.is_contiguous()) {
     throw std::invalid_argument(
-        "matmul_add_: out must be a contiguous " + shapes.out.str() + " " + dtype_name(a.dtype()) + " for a=" +
-        a.shape().str() + " b=" + b.shape().str() + ", got " +
+        std::string(kernel) + ": out must be a contiguous " + shapes.out.str() + " " + dtype_name(a.dtype()) +
+        " for a=" + a.shape().str() + " b=" + b.shape().str() + ", got " +
         (out.defined() ? out.shape().str() + " " + dtype_name(out.dtype()) + (out.is_contiguous() ? "" : " (non-contiguous)")
                        : std::string("undefined")));
   }
   // BLAS reads its operands while it writes out: one that shares out's memory at all (even in
   // out's own layout) is read from a copy.
   const auto apart = [&](const Tensor& x) { return memory_overlap(out, x) == MemoryOverlap::none ? x : x.clone(); };
-  run_product(apart(a), apart(b), shapes, out, 1.0);
+  run_product(apart(a), apart(b), shapes, out, beta);
 }
+
+}  // namespace
+
+void matmul_add_(Tensor& out, const Tensor& a, const Tensor& b) { product_into(out, a, b, 1.0, "matmul_add_"); }
+
+void matmul_into_(Tensor& out, const Tensor& a, const Tensor& b) { product_into(out, a, b, 0.0, "matmul_into_"); }
 
 Tensor concat(const std::vector<Tensor>& parts, int64_t axis_in) {
   if (parts.empty()) throw std::invalid_argument("concat: needs at least one tensor");

@@ -179,6 +179,23 @@ BOOST_AUTO_TEST_CASE(matmul_add_with_empty_inner_dimension_leaves_out_alone) {
   BOOST_TEST(out.to_vector() == std::vector<double>(6, 1.5));
 }
 
+// out = a b over whatever out held (NaN here): the bits of matmul(a, b), in out's memory.
+BOOST_DATA_TEST_CASE(matmul_into_overwrites_out_with_matmuls_bits, bdata::make(kCases) * bdata::make(kDTypes), c, dtype) {
+  const Tensor a = operand(c.a, c.la, 34, dtype), b = operand(c.b, c.lb, 35, dtype);
+  const Tensor expected = kernels::matmul(a, b);
+  Tensor out = full(expected.shape(), std::nan(""), dtype);
+  const void* where = out.raw_data();
+  kernels::matmul_into_(out, a, b);
+  BOOST_TEST(out.raw_data() == where);  // in place
+  BOOST_TEST(out.to_vector() == expected.to_vector(), boost::test_tools::per_element());
+  Tensor empty_inner = full({2, 3}, std::nan(""), dtype);  // an empty sum is 0, not out's contents
+  kernels::matmul_into_(empty_inner, zeros({2, 0}, dtype), zeros({0, 3}, dtype));
+  BOOST_TEST(empty_inner.to_vector() == std::vector<double>(6, 0.0));
+  Tensor strided = zeros({3, 2}, dtype).t();
+  AG_CHECK_THROWS_WITH(kernels::matmul_into_(strided, zeros({2, 4}, dtype), zeros({4, 3}, dtype)),
+                       std::invalid_argument, "matmul_into_", "non-contiguous");
+}
+
 BOOST_AUTO_TEST_CASE(matmul_add_rejects_a_wrong_out) {
   const Tensor a = zeros({2, 4}, DType::f32), b = zeros({4, 3}, DType::f32);
   Tensor wrong_shape = zeros({3, 2}, DType::f32);
