@@ -123,14 +123,17 @@ Variable linear_cross_entropy(const Variable& h, const Variable& weight, const I
 
   const bool record = any_requires_grad({h, weight});
   const bool want_h = record && h.requires_grad(), want_w = record && weight.requires_grad();
-  // The gradients for a result gradient of 1: zero when a mean has nothing to average.
-  Tensor dh = want_h ? zeros(Shape{rows, d}, h.dtype()) : Tensor();
-  // dW is allocated before any chunk's logits, so that the memory it takes is not what a freed
-  // chunk leaves in the block cache (core/storage.h): in the other order the 124M step's peak
-  // RSS was about 80 MB higher. It is written by the first chunk's product.
-  Tensor dw = !want_w ? Tensor() : counted == 0 ? zeros(w.shape(), w.dtype()) : Tensor(w.shape(), w.dtype());
-  bool dw_written = counted == 0;
-  const bool gradients = (want_h || want_w) && !(options.reduction == Reduction::mean && counted == 0);
+  // Zero when a mean has nothing to average (or there are no rows), else written by the chunks.
+  const bool gradients = (want_h || want_w) && rows > 0 && !(options.reduction == Reduction::mean && counted == 0);
+  // The gradients for a result gradient of 1, allocated before any chunk's logits, so that
+  // their memory is not what a freed chunk leaves in the block cache (core/storage.h): in the
+  // other order the 124M step's peak RSS was about 80 MB higher. Each chunk's products write
+  // them (dW: the first chunk's product, then the others added; dh: each chunk its own rows).
+  const auto gradient = [&](const Shape& shape) {
+    return gradients ? Tensor(shape, h.dtype()) : zeros(shape, h.dtype());
+  };
+  Tensor dh = want_h ? gradient(Shape{rows, d}) : Tensor();
+  Tensor dw = want_w ? gradient(w.shape()) : Tensor();
   const double scale = options.reduction == Reduction::mean ? 1.0 / static_cast<double>(std::max<int64_t>(counted, 1))
                                                             : 1.0;
   // d loss / d loss_row, as cross_entropy's backward computes it for a result gradient of 1.
@@ -153,13 +156,12 @@ Variable linear_cross_entropy(const Variable& h, const Variable& weight, const I
                                      row_grad.expand({n}));
     const Tensor& dlogits = logits;
     if (want_w) {
-      if (dw_written) kernels::matmul_add_(dw, dlogits.t(), hc);
-      else kernels::matmul_into_(dw, dlogits.t(), hc);
-      dw_written = true;
+      if (r0 == 0) kernels::matmul_into_(dw, dlogits.t(), hc);
+      else kernels::matmul_add_(dw, dlogits.t(), hc);
     }
     if (want_h) {
       Tensor part = dh.narrow(0, r0, n);
-      kernels::matmul_add_(part, dlogits, w);
+      kernels::matmul_into_(part, dlogits, w);
     }
   }
   const double value = options.reduction == Reduction::sum ? total

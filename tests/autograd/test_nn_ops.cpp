@@ -643,6 +643,26 @@ BOOST_AUTO_TEST_CASE(linear_cross_entropy_scales_its_gradients_by_the_results_an
   BOOST_TEST(!frozen.grad().defined());
 }
 
+BOOST_AUTO_TEST_CASE(linear_cross_entropy_with_nothing_to_score_has_zero_gradients) {
+  // Every target ignored (mean and sum) and no rows at all: the loss is 0 and the gradients,
+  // which forward prepares before any chunk, are zeros rather than uninitialised memory.
+  const Indices ignored({2, 4}, std::vector<int64_t>(8, -100));
+  for (const Reduction reduction : {Reduction::mean, Reduction::sum}) {
+    const Variable h = testing::randn_leaf({2, 4, 5}, 91), w = testing::randn_leaf({6, 5}, 92);
+    const Variable loss = linear_cross_entropy(h, w, ignored, lce_options(3, reduction, 0.1, -100));
+    loss.backward();
+    BOOST_TEST(loss.item() == 0.0);
+    BOOST_TEST(max_abs_diff(h.grad(), zeros({2, 4, 5}, DType::f64)) == 0.0);
+    BOOST_TEST(max_abs_diff(w.grad(), zeros({6, 5}, DType::f64)) == 0.0);
+  }
+  const Variable h = testing::randn_leaf({0, 5}, 93), w = testing::randn_leaf({6, 5}, 94);
+  const Variable loss = linear_cross_entropy(h, w, Indices({0}, {}), lce_options(3, Reduction::sum, 0.0, -100));
+  loss.backward();
+  BOOST_TEST(loss.item() == 0.0);
+  BOOST_TEST(h.grad().numel() == 0);
+  BOOST_TEST(max_abs_diff(w.grad(), zeros({6, 5}, DType::f64)) == 0.0);
+}
+
 BOOST_AUTO_TEST_CASE(linear_cross_entropy_backward_builds_no_logits) {
   // 64 rows over a 20,000-word vocabulary in f64: a chunk's logits are 10 MB. Forward has
   // already turned them into the gradients, so backward only hands dh and dW over: it
