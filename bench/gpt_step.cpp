@@ -43,14 +43,15 @@ struct Config {
 // (layers, heads, d_model, block, batch, vocab): the same table as bench/torch_gpt.py. The
 // vocabulary of 96 is a character vocabulary (printable ASCII and a few more). The gpt2-*
 // shapes are GPT-2 124M's (12 layers, 12 heads, d_model 768, GPT-2's 50,257 tokens) at
-// batch x context 4 x 64 (llm.c's CPU default), 8 x 256, and 2 x 1024 (the full context, where
-// --recompute matters most).
+// batch x context 4 x 64 (llm.c's CPU default), 8 x 256, and 2 x 1024 and 8 x 1024 (the full
+// context, where --recompute matters most; at 8 rows the activations outweigh the AdamW state).
 const std::map<std::string, Config> kConfigs = {
     {"baby", {4, 4, 128, 128, 32, 96}},
     {"large", {6, 6, 384, 256, 8, 96}},
     {"gpt2-4x64", {12, 12, 768, 64, 4, 50257}},
     {"gpt2-8x256", {12, 12, 768, 256, 8, 50257}},
     {"gpt2-2x1024", {12, 12, 768, 1024, 2, 50257}},
+    {"gpt2-8x1024", {12, 12, 768, 1024, 8, 50257}},
 };
 
 // Matrix-product flops of one step: the forward's, times 3 (backward does two products per

@@ -7,7 +7,7 @@
 # recompute / plain for each.
 #
 #   bench/recompute.sh                                   GPT-2 124M at batch 2 x context 1024
-#   CONFIG=gpt2-8x256 ROUNDS=2 bench/recompute.sh
+#   CONFIG=gpt2-8x1024 ROUNDS=2 bench/recompute.sh       8 rows: the activations outweigh the state
 #   OPENBLAS_CORETYPE=Haswell bench/recompute.sh         OpenBLAS's kernels chosen by hand (see README)
 # Needs a release build of bench/gpt_step in $BUILD (default build/).
 set -euo pipefail
