@@ -105,25 +105,15 @@ GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, const std::vector<int64_t>& toke
       tokenizer_(std::move(tokenizer)),
       options_(options),
       token_bytes_(tokenizer_.token_bytes()) {
-  validate(options_);
-  check_vocab();
+  check_options();
   const GPTOptions& m = model.options();
   check_long_enough("whole", tokens.size(), m.block_size);
   data_ = split_tokens(tokens, options_.train_fraction);
   check_long_enough("training part of the", data_.train.size(), m.block_size);
   check_long_enough("validation part of the", data_.val.size(), m.block_size);
-  if (options_.eval_stride > m.block_size) {
-    throw std::invalid_argument("GPTJob: eval_stride " + std::to_string(options_.eval_stride) +
-                                " is longer than the window, block_size " + std::to_string(m.block_size));
-  }
   data_json_ = data_json(options_, tokens, corpus);
   eval_ = eval_batches(data_.val, {.batch = options_.batch, .block_size = m.block_size}, options_.eval_windows);
-  try {
-    prompt_ = tokenizer_.encode(options_.sample_prompt);
-  } catch (const std::invalid_argument&) {
-    prompt_.clear();
-  }
-  if (prompt_.empty() || static_cast<int64_t>(prompt_.size()) > m.block_size) prompt_ = {data_.train.front()};
+  set_prompt(data_.train.front());
 }
 
 GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, ShardSet shards, const GPTJobOptions& options)
@@ -133,35 +123,38 @@ GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, ShardSet shards, const GPTJobOpt
       options_(options),
       token_bytes_(tokenizer_.token_bytes()),
       shards_(std::make_shared<const ShardSet>(std::move(shards))) {
-  validate(options_);
-  check_vocab();
+  check_options();
   const GPTOptions& m = model.options();
   check_long_enough("training shards'", shards_->train.size(), m.block_size);
   check_long_enough(shards_->val_is_tail ? "validation tail of the shards'" : "validation shards'", shards_->val.size(),
                     m.block_size);
+  data_json_ = shard_data_json(options_, *shards_);
+  eval_ = shard_eval_batches(shards_->val, {.batch = options_.batch, .block_size = m.block_size}, options_.eval_windows);
+  int64_t first = 0;
+  shards_->train.read(0, 1, &first);
+  set_prompt(first);
+}
+
+void GPTJob::check_options() const {
+  validate(options_);
+  const GPTOptions& m = model_.options();
+  if (m.vocab != tokenizer_.vocab_size()) {
+    throw std::invalid_argument("GPTJob: the model's vocab " + std::to_string(m.vocab) + " differs from the " +
+                                tokenizer_.kind_name() + " tokenizer's " + std::to_string(tokenizer_.vocab_size()));
+  }
   if (options_.eval_stride > m.block_size) {
     throw std::invalid_argument("GPTJob: eval_stride " + std::to_string(options_.eval_stride) +
                                 " is longer than the window, block_size " + std::to_string(m.block_size));
   }
-  data_json_ = shard_data_json(options_, *shards_);
-  eval_ = shard_eval_batches(shards_->val, {.batch = options_.batch, .block_size = m.block_size}, options_.eval_windows);
+}
+
+void GPTJob::set_prompt(int64_t first_token) {
   try {
     prompt_ = tokenizer_.encode(options_.sample_prompt);
   } catch (const std::invalid_argument&) {
     prompt_.clear();
   }
-  if (prompt_.empty() || static_cast<int64_t>(prompt_.size()) > m.block_size) {
-    prompt_.assign(1, 0);
-    shards_->train.read(0, 1, prompt_.data());
-  }
-}
-
-void GPTJob::check_vocab() const {
-  if (model_.options().vocab != tokenizer_.vocab_size()) {
-    throw std::invalid_argument("GPTJob: the model's vocab " + std::to_string(model_.options().vocab) +
-                                " differs from the " + tokenizer_.kind_name() + " tokenizer's " +
-                                std::to_string(tokenizer_.vocab_size()));
-  }
+  if (prompt_.empty() || static_cast<int64_t>(prompt_.size()) > model_.options().block_size) prompt_ = {first_token};
 }
 
 const std::vector<int64_t>& GPTJob::validation_tokens(std::vector<int64_t>& held) const {

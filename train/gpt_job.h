@@ -121,7 +121,12 @@ class GPTJob : public TrainingJob {
   std::vector<int64_t> token_bytes_;  // the tokenizer's bytes per id
   std::shared_ptr<const ShardSet> shards_;  // a job on shards: its set; data_ stays empty
 
-  void check_vocab() const;
+  // What both constructors check before any data: the options, the model's vocabulary against
+  // the tokenizer's, and the perplexity stride against the window.
+  void check_options() const;
+  // The samples' prompt: the options' text when it encodes to at most a window, else the first
+  // training token.
+  void set_prompt(int64_t first_token);
   // The validation tokens as a vector: data_.val, or the validation shards read into `held`.
   const std::vector<int64_t>& validation_tokens(std::vector<int64_t>& held) const;
 
