@@ -97,10 +97,11 @@ void run_product(const Tensor& a, const Tensor& b, const ProductShapes& shapes, 
   // gemm_row_alignment() rows (core/gemm.h): BLAS kernels give a matrix's last rows (past a
   // multiple of their unroll) a different loop, and an aligned split keeps every row on the
   // same path, so the bits do not depend on the thread count (tests/core/test_parallel.cpp
-  // holds this; splitting columns does not keep it, so it is not done). The finer the step, the
-  // more even the halves: 256 rows split 132 / 124 at 12, 144 / 112 at 48. The rows past the
-  // last multiple go with the piece before them: a piece of one row alone would be a
-  // matrix-vector product to BLAS, another loop again.
+  // holds this; splitting columns does not keep it, and a column cut fixed by the shape was
+  // slower at 8 x 256 tokens, bench/RESULTS.md, so it is not done). The finer the step, the more
+  // even the halves: 256 rows split 132 / 124 at 12, 144 / 112 at 48. The rows past the last
+  // multiple go with the piece before them: a piece of one row alone would be a matrix-vector
+  // product to BLAS, another loop again.
   const int64_t kSplitAlign = gemm_row_alignment();
   const double work = 2.0 * static_cast<double>(nb) * static_cast<double>(m) * static_cast<double>(n) *
                       static_cast<double>(k);

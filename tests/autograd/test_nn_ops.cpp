@@ -686,6 +686,15 @@ BOOST_AUTO_TEST_CASE(linear_cross_entropy_backward_builds_no_logits) {
   BOOST_TEST(max_abs_diff(w.grad(), w2.grad()) == 0.0);
 }
 
+BOOST_AUTO_TEST_CASE(linear_cross_entropy_chunks_are_whole_multiples_of_96_rows) {
+  // 16M values of GPT-2's 50,257 logits are 333 rows: 288 of them, so that products cut for
+  // two threads at 12 or 48 rows give each an equal half. Under 96 rows, as many as fit.
+  BOOST_TEST(linear_cross_entropy_chunk(50257) == 288);
+  BOOST_TEST(linear_cross_entropy_chunk(6000) == 2784);
+  BOOST_TEST(linear_cross_entropy_chunk(50257, int64_t{50257} * 95) == 95);
+  BOOST_TEST(linear_cross_entropy_chunk(50257, 10) == 1);  // at least one row
+}
+
 BOOST_AUTO_TEST_CASE(linear_cross_entropy_refuses_bad_input_by_name) {
   const Variable h = testing::randn_leaf({2, 4, 5}, 61), w = testing::randn_leaf({6, 5}, 62);
   AG_CHECK_THROWS_WITH(linear_cross_entropy(h, w, kLceTargets, {.reduction = Reduction::none}), std::invalid_argument,
