@@ -48,18 +48,18 @@ int run(const Args& a) {
   const GPTOptions& m = loaded.model->options();
   const int64_t window = a.block_size == 0 ? m.block_size : a.block_size;
   if (window > m.block_size) {
-    throw ToolUsage("--block-size " + std::to_string(window) + " is longer than the model's context, " +
-                    std::to_string(m.block_size) + " tokens");
+    throw UsageError("--block-size " + std::to_string(window) + " is longer than the model's context, " +
+                     std::to_string(m.block_size) + " tokens");
   }
   if (a.stride > window) {
-    throw ToolUsage("--stride " + std::to_string(a.stride) + " is longer than the window of " + std::to_string(window) +
-                    " tokens: the tokens between two windows would not be scored");
+    throw UsageError("--stride " + std::to_string(a.stride) + " is longer than the window of " + std::to_string(window) +
+                     " tokens: the tokens between two windows would not be scored");
   }
   const Corpus corpus = read_corpus_sources(a.data);
   const std::vector<int64_t> tokens = loaded.tokenizer.encode(corpus.text);
   if (tokens.size() < 2) {
-    throw ToolUsage("--data: the text is " + std::to_string(tokens.size()) +
-                    " token(s) long; scoring needs at least 2 (one to predict from, one to predict)");
+    throw UsageError("--data: the text is " + std::to_string(tokens.size()) +
+                     " token(s) long; scoring needs at least 2 (one to predict from, one to predict)");
   }
   const TextScore s = sliding_window_perplexity(*loaded.model, tokens, loaded.tokenizer.token_bytes(),
                                                 {.window = window, .stride = a.stride, .batch = a.batch}, Ranks(&comm));
@@ -88,19 +88,22 @@ int main(int argc, char** argv) {
   Args args;
   CLI::App app{"Sliding-window perplexity of a GPT checkpoint over a text: nats per token, perplexity, bits per byte.",
                tool_name(argc, argv, "evaluate")};
-  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")->required();
+  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")
+      ->required()
+      ->check(nonempty_path());
   app.add_option("--data", args.data,
                  "the text: one or more files, joined in order, or a corpus name (fortunes, bible)")
       ->required()
+      ->check(nonempty_path())
       ->expected(1, CLI::detail::expected_max_vector_size);
   app.add_option("--stride", args.stride, "a window starts every N tokens; each scores the tokens the last one did not")
       ->required()
-      ->check(CLI::Range(int64_t{1}, int64_t{GPTLimits::block_size}));
+      ->check(integer_in<int64_t>(1, int64_t{GPTLimits::block_size}));
   app.add_option("--block-size", args.block_size, "tokens per window (default: the model's context)")
-      ->check(CLI::Range(int64_t{2}, int64_t{GPTLimits::block_size}));
+      ->check(integer_in<int64_t>(2, int64_t{GPTLimits::block_size}));
   app.add_option("--batch", args.batch, "windows per forward pass")
       ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+      ->check(integer_in<int64_t>(1, int64_t{1} << 16));
   add_threads_flag(app, args.threads, "threads for the forward passes");
   add_quantize_flag(app, args.quantize);
   return tool_main(app, argc, argv, [&] { return run(args); });

@@ -28,11 +28,11 @@ int run(const Args& args) {
     try {
       return parse_gpt_export_format(args.format);
     } catch (const std::invalid_argument& e) {
-      throw ToolUsage(std::string("--format: ") + e.what());
+      throw UsageError(std::string("--format: ") + e.what());
     }
   }();
   if (std::filesystem::weakly_canonical(args.out) == std::filesystem::weakly_canonical(args.checkpoint)) {
-    throw ToolUsage("--out: '" + args.out + "' is the checkpoint being exported");
+    throw UsageError("--out: '" + args.out + "' is the checkpoint being exported");
   }
   const LoadedGPT loaded = load_gpt_checkpoint(args.checkpoint);
   const GPTOptions& o = loaded.model->options();
@@ -52,9 +52,13 @@ int main(int argc, char** argv) {
   CLI::App app{"Writes a GPT checkpoint in Hugging Face's GPT-2 layout (model.safetensors + config.json) or as "
                "llm.c's .bin.",
                tool_name(argc, argv, "export_gpt")};
-  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")->required();
+  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")
+      ->required()
+      ->check(nonempty_path());
   app.add_option("--format", args.format, "hf (a directory: model.safetensors, config.json) or llmc (one .bin file)")
       ->required();
-  app.add_option("--out", args.out, "the directory (hf) or file (llmc) to write")->required();
+  app.add_option("--out", args.out, "the directory (hf) or file (llmc) to write")
+      ->required()
+      ->check(nonempty_path());
   return tool_main(app, argc, argv, [&] { return run(args); });
 }

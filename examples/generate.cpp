@@ -36,11 +36,7 @@
 #include "attograd/train/io/atomic_file.h"
 #include "quantize_flag.h"
 #include "threads_flag.h"
-#include "training_program.h"
-
-#ifndef ATTOGRAD_VERSION
-#define ATTOGRAD_VERSION "unknown"
-#endif
+#include "tool_main.h"
 
 namespace {
 
@@ -54,11 +50,6 @@ struct Args {
   bool no_cache = false;
   std::string threads = "auto";
   std::string quantize = "none";
-};
-
-class Usage : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
 };
 
 // The characters of `prompt` the tokenizer does not know, each once, in order of appearance.
@@ -107,15 +98,15 @@ int run(const Args& args) {
 
   const std::vector<std::string> unknown = unknown_characters(tok, args.prompt);
   if (!unknown.empty()) {
-    throw Usage("--prompt: " + quoted_list(unknown) + (unknown.size() == 1 ? " is" : " are") +
-                " not in the vocabulary of '" + args.checkpoint + "' (its " + tok.kind_name() + " tokenizer knows " +
-                std::to_string(tok.vocab_size()) + " symbols from the training text)");
+    throw UsageError("--prompt: " + quoted_list(unknown) + (unknown.size() == 1 ? " is" : " are") +
+                     " not in the vocabulary of '" + args.checkpoint + "' (its " + tok.kind_name() +
+                     " tokenizer knows " + std::to_string(tok.vocab_size()) + " symbols from the training text)");
   }
   const std::vector<int64_t> prompt = tok.encode(args.prompt);
   const int64_t context = model.options().block_size;
   if (static_cast<int64_t>(prompt.size()) > context) {
-    throw Usage("--prompt: is " + std::to_string(prompt.size()) + " tokens long, longer than the context of '" +
-                args.checkpoint + "', " + std::to_string(context) + " tokens (shorten the prompt)");
+    throw UsageError("--prompt: is " + std::to_string(prompt.size()) + " tokens long, longer than the context of '" +
+                     args.checkpoint + "', " + std::to_string(context) + " tokens (shorten the prompt)");
   }
 
   GenerateOptions g;
@@ -139,55 +130,35 @@ int run(const Args& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string program = argc > 0 ? std::filesystem::path(argv[0]).filename().string() : "generate";
   Args args;
-  CLI::App app{"Continues a prompt with a GPT checkpoint written by train_gpt, printing tokens as they come.", program};
-  app.set_version_flag("--version", std::string("attograd ") + ATTOGRAD_VERSION);
-  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")->required();
+  CLI::App app{"Continues a prompt with a GPT checkpoint written by train_gpt, printing tokens as they come.",
+               tool_name(argc, argv, "generate")};
+  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")
+      ->required()
+      ->check(nonempty_path());
   app.add_option("--prompt", args.prompt, "the text to continue (at least one character)")->required();
-  app.add_option("--tokens", args.tokens, "new tokens to generate")->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
+  app.add_option("--tokens", args.tokens, "new tokens to generate")
+      ->check(integer_in<int64_t>(0, int64_t{1} << 30))
       ->capture_default_str();
-  app.add_option("--temperature", args.sampling.temperature, "0 is greedy; below 1 more likely tokens, above 1 more random")
+  app.add_option("--temperature", args.sampling.temperature,
+                 "0 is greedy; below 1 more likely tokens, above 1 more random")
+      ->check(real_in(0, 1e6))
       ->capture_default_str();
-  app.add_option("--top-k", args.sampling.top_k, "keep the K most likely tokens, 0 keeps all")->capture_default_str();
+  app.add_option("--top-k", args.sampling.top_k, "keep the K most likely tokens, 0 keeps all")
+      ->check(integer_in<int64_t>(0, INT64_MAX))
+      ->capture_default_str();
   app.add_option("--top-p", args.sampling.top_p, "keep the fewest most likely tokens reaching probability P, in (0, 1]")
+      ->check(real_in(0, 1))
       ->capture_default_str();
-  app.add_option("--seed", args.sampling.seed, "the sampling stream")
-      ->check(detail::number_in<uint64_t>(0, UINT64_MAX, false, "an unsigned 64-bit integer", "UINT64"))
-      ->capture_default_str();
+  app.add_option("--seed", args.sampling.seed, "the sampling stream")->check(any_seed())->capture_default_str();
   app.add_flag("--no-cache", args.no_cache, "recompute the whole window for every token (same tokens, slower)");
   add_threads_flag(app, args.threads, "threads for matrix products");
   add_quantize_flag(app, args.quantize);
-  const auto usage = [&](const std::string& what) {
-    std::cerr << program << ": " << what << "\n(" << program << " --help lists the flags)\n";
-    return 2;
-  };
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    return usage(e.what());
-  }
-  // NaN fails every comparison, so each check is written to let only good values through.
-  if (!(args.sampling.temperature >= 0 && args.sampling.temperature <= 1e6)) {
-    return usage("--temperature: must lie in [0, 1e6] (0 is greedy), got " + format_number(args.sampling.temperature));
-  }
-  if (!(args.sampling.top_p > 0 && args.sampling.top_p <= 1)) {
-    return usage("--top-p: must lie in (0, 1], got " + format_number(args.sampling.top_p));
-  }
-  if (args.sampling.top_k < 0) return usage("--top-k: must be >= 0 (0 keeps every token), got " + std::to_string(args.sampling.top_k));
-  if (args.prompt.empty()) {
-    return usage("--prompt: is empty; the model needs at least one character to continue (try --prompt \"\\n\")");
-  }
-  try {
+  return tool_main(app, argc, argv, [&] {
+    if (args.sampling.top_p == 0) throw UsageError("--top-p: must lie in (0, 1], got 0");
+    if (args.prompt.empty()) {
+      throw UsageError("--prompt: is empty; the model needs at least one character to continue (try --prompt \"\\n\")");
+    }
     return run(args);
-  } catch (const Usage& e) {
-    return usage(e.what());
-  } catch (const std::exception& e) {
-    std::cerr << program << ": error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

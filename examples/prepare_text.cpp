@@ -127,8 +127,8 @@ class Progress {
 Tokenizer choose_tokenizer(const std::string& choice) {
   if (choice == "byte") return Tokenizer::bytes();
   if (choice == "char") {
-    throw ToolUsage("--tokenizer char: a character vocabulary is built from a whole text; use byte, gpt2 or a "
-                    "vocabulary file of train_bpe");
+    throw UsageError("--tokenizer char: a character vocabulary is built from a whole text; use byte, gpt2 or a "
+                     "vocabulary file of train_bpe");
   }
   return Tokenizer::bpe(choice == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(choice));
 }
@@ -160,8 +160,8 @@ int run(const Args& a) {
   if (ec) throw std::runtime_error("--out '" + a.out + "': cannot create the directory: " + ec.message());
   for (const fs::directory_entry& e : fs::directory_iterator(a.out)) {
     if (e.path().extension() == ".bin") {
-      throw ToolUsage("--out '" + a.out + "' already holds " + e.path().filename().string() +
-                      ": train_gpt would read every *.bin there; give an empty directory");
+      throw UsageError("--out '" + a.out + "' already holds " + e.path().filename().string() +
+                       ": train_gpt would read every *.bin there; give an empty directory");
     }
   }
 
@@ -258,21 +258,26 @@ int main(int argc, char** argv) {
                tool_name(argc, argv, "prepare_text")};
   app.add_option("--data", args.data, "text files or corpus names (fortunes, bible), joined in order")
       ->required()
+      ->check(nonempty_path())
       ->expected(1, CLI::detail::expected_max_vector_size);
-  app.add_option("--tokenizer", args.tokenizer, "byte, gpt2, or a vocabulary file written by train_bpe")->required();
-  app.add_option("--out", args.out, "the directory for the shards (created; must hold no *.bin)")->required();
+  app.add_option("--tokenizer", args.tokenizer, "byte, gpt2, or a vocabulary file written by train_bpe")
+      ->required()
+      ->check(nonempty_path());
+  app.add_option("--out", args.out, "the directory for the shards (created; must hold no *.bin)")
+      ->required()
+      ->check(nonempty_path());
   CLI::Option* fraction = app.add_option("--val-fraction", args.val_fraction,
                                          "the first part of the text, by bytes, that validates (0: none)")
-                              ->check(CLI::Range(0.0, 0.999))
+                              ->check(real_in(0.0, 0.999))
                               ->capture_default_str();
   app.add_option("--val-tokens", args.val_tokens, "the first N tokens validate (instead of --val-fraction)")
-      ->check(CLI::Range(int64_t{0}, INT64_MAX))
+      ->check(integer_in<int64_t>(0, INT64_MAX))
       ->excludes(fraction);
   app.add_option("--shard-tokens", args.shard_tokens, "tokens per shard at most")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40))
+      ->check(integer_in<int64_t>(1, int64_t{1} << 40))
       ->capture_default_str();
   // For tests: a small block makes many cuts in a small text.
-  app.add_option("--chunk-bytes", args.chunk_bytes)->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->group("");
+  app.add_option("--chunk-bytes", args.chunk_bytes)->check(integer_in<int64_t>(1, int64_t{1} << 30))->group("");
   add_threads_flag(app, args.threads, "threads for byte-pair encoding");
   return tool_main(app, argc, argv, [&] { return run(args); });
 }

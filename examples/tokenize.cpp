@@ -59,7 +59,7 @@ std::vector<int64_t> parse_ids(const std::string& text, const std::string& file)
     const bool ends_well = end == text.data() + text.size() || std::strchr(" \t\r\n", *end) != nullptr;
     if (ec != std::errc() || !ends_well) {
       const size_t stop = text.find_first_of(" \t\r\n", pos);
-      throw ToolUsage("--decode: '" + file + "' line " + std::to_string(line) + ": \"" + text.substr(pos, stop - pos) +
+      throw UsageError("--decode: '" + file + "' line " + std::to_string(line) + ": \"" + text.substr(pos, stop - pos) +
                   "\" is not a token id");
     }
     ids.push_back(id);
@@ -74,7 +74,7 @@ void print(std::string_view text) {
 }
 
 int run(const Args& args) {
-  if (args.tokenizer.empty()) throw ToolUsage("--tokenizer: is empty (gpt2 or a file written by train_bpe)");
+  if (args.tokenizer.empty()) throw UsageError("--tokenizer: is empty (gpt2 or a file written by train_bpe)");
   set_num_threads(parse_threads(args.threads));
   const BytePairEncoding bpe = args.tokenizer == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(args.tokenizer);
   const std::string input = read_input(args.file);
@@ -82,7 +82,7 @@ int run(const Args& args) {
     const std::vector<int64_t> ids = parse_ids(input, args.file);
     for (int64_t id : ids) {
       if (id < 0 || id >= bpe.vocab_size()) {
-        throw ToolUsage("--decode: '" + args.file + "' holds id " + std::to_string(id) + ", outside the " +
+        throw UsageError("--decode: '" + args.file + "' holds id " + std::to_string(id) + ", outside the " +
                     std::to_string(bpe.vocab_size()) + " tokens of " + args.tokenizer);
       }
     }

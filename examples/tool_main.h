@@ -1,6 +1,7 @@
-// The main() of the small tools that are not training runs (tokenize, train_bpe): parse the
-// command line with CLI11, run, and turn what went wrong into an exit code with one message on
-// stderr. Exit codes: 0 done, 1 error (a file, the system), 2 bad command line (ToolUsage).
+// The main() of the programs that are not training runs (generate, evaluate, export_gpt,
+// prepare_text, tokenize, train_bpe): parse the command line with CLI11, run, and turn what went
+// wrong into an exit code with one message on stderr. Exit codes: 0 done, 1 error (a file, the system), 2 bad command line (UsageError,
+// flags.h, whose validators the tools check their numbers and paths with).
 //
 //   int main(int argc, char** argv) {
 //     Args args;
@@ -18,17 +19,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "flags.h"
+
 #ifndef ATTOGRAD_VERSION
 #define ATTOGRAD_VERSION "unknown"
 #endif
 
 namespace ag {
-
-// What the user asked for cannot be done as asked (exit 2, with the hint to read --help).
-class ToolUsage : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
 
 inline std::string tool_name(int argc, char** argv, const char* fallback) {
   return argc > 0 ? std::filesystem::path(argv[0]).filename().string() : fallback;
@@ -53,7 +50,7 @@ int tool_main(CLI::App& app, int argc, char** argv, Run&& run) {
   }
   try {
     return run();
-  } catch (const ToolUsage& e) {
+  } catch (const UsageError& e) {
     return usage(e.what());
   } catch (const std::exception& e) {
     std::cerr << program << ": error: " << e.what() << "\n";

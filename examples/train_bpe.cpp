@@ -41,14 +41,14 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 int run(const Args& args) {
   namespace fs = std::filesystem;
-  if (args.out.empty()) throw ToolUsage("--out: the path is empty");
+  if (args.out.empty()) throw UsageError("--out: the path is empty");
   set_num_threads(parse_threads(args.threads));
   std::error_code ec;
   if (fs::exists(args.out, ec) && !args.overwrite) {
-    throw ToolUsage("--out: '" + args.out + "' exists; give --overwrite to replace it");
+    throw UsageError("--out: '" + args.out + "' exists; give --overwrite to replace it");
   }
   for (const std::string& d : args.data) {
-    if (fs::equivalent(d, args.out, ec)) throw ToolUsage("--out: '" + args.out + "' is also an input (--data)");
+    if (fs::equivalent(d, args.out, ec)) throw UsageError("--out: '" + args.out + "' is also an input (--data)");
   }
   const auto start = std::chrono::steady_clock::now();
   // The texts must outlive training: they are kept here and viewed by TrainingText.
@@ -70,7 +70,7 @@ int run(const Args& args) {
       return train_bpe(named, {.vocab_size = args.vocab_size, .specials = args.specials});
     } catch (const std::invalid_argument& e) {  // a size the text cannot fill, a NUL byte
       const std::string what = e.what(), op = "train_bpe: ";
-      throw ToolUsage(what.rfind(op, 0) == 0 ? what.substr(op.size()) : what);  // the program names itself
+      throw UsageError(what.rfind(op, 0) == 0 ? what.substr(op.size()) : what);  // the program names itself
     }
   }();
   const double total_s = seconds_since(start);
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
                tool_name(argc, argv, "train_bpe")};
   app.add_option("--data", args.data, "text files to learn from (default: every fortune under /usr/share/games/fortunes)");
   app.add_option("--vocab-size", args.vocab_size, "tokens in all: 256 bytes + merges + specials")
-      ->check(CLI::Range(int64_t{256}, int64_t{1} << 30))
+      ->check(integer_in<int64_t>(256, int64_t{1} << 30))
       ->capture_default_str();
   app.add_option("--special", args.specials, "a special token (repeatable), e.g. \"<|endoftext|>\"");
   app.add_option("--out", args.out, "the vocabulary file to write")->required();
