@@ -7,21 +7,34 @@ namespace ag {
 
 namespace {
 
-// The one trainer that the handlers stop. A handler reads it, so it is a lock-free atomic.
+// What the handlers stop: one trainer, or one request that some other work polls. A handler
+// reads them, so they are lock-free atomics.
 std::atomic<Trainer*> g_trainer{nullptr};
-static_assert(std::atomic<Trainer*>::is_always_lock_free);
+std::atomic<std::atomic<int>*> g_request{nullptr};
+std::atomic<bool> g_alive{false};
+static_assert(std::atomic<Trainer*>::is_always_lock_free && std::atomic<std::atomic<int>*>::is_always_lock_free);
 
 extern "C" void on_stop_signal(int signal) {
   std::signal(signal, SIG_DFL);  // the same signal again: the default, which ends the process
   if (Trainer* t = g_trainer.load()) t->request_stop(signal);
+  if (std::atomic<int>* r = g_request.load()) r->store(signal);
 }
 
 }  // namespace
 
 StopOnSignals::StopOnSignals(Trainer& trainer) {
-  Trainer* none = nullptr;
-  if (!g_trainer.compare_exchange_strong(none, &trainer)) {
-    throw std::logic_error("StopOnSignals: another one is alive (one trainer at a time answers the signals)");
+  install();
+  g_trainer.store(&trainer);
+}
+
+StopOnSignals::StopOnSignals(std::atomic<int>& request) {
+  install();
+  g_request.store(&request);
+}
+
+void StopOnSignals::install() {
+  if (g_alive.exchange(true)) {
+    throw std::logic_error("StopOnSignals: another one is alive (one at a time answers the signals)");
   }
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
@@ -33,6 +46,8 @@ StopOnSignals::StopOnSignals(Trainer& trainer) {
 StopOnSignals::~StopOnSignals() {
   for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &previous_[i], nullptr);
   g_trainer.store(nullptr);
+  g_request.store(nullptr);
+  g_alive.store(false);
 }
 
 int interrupted_exit_status(const TrainSummary& summary) {

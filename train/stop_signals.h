@@ -16,6 +16,7 @@
 // batch systems do) has no such limit.
 #pragma once
 
+#include <atomic>
 #include <csignal>
 
 #include "attograd/train/trainer.h"
@@ -27,6 +28,10 @@ class StopOnSignals {
   // Installs the handlers (std::logic_error if another StopOnSignals is alive); the destructor
   // puts the previous handlers back.
   explicit StopOnSignals(Trainer& trainer);
+  // The same for work that is not a training run: the first signal is stored in `request`
+  // (0 until then), which the work polls to end cleanly, e.g. prepare_text removing its partial
+  // shards.
+  explicit StopOnSignals(std::atomic<int>& request);
   ~StopOnSignals();
   StopOnSignals(const StopOnSignals&) = delete;
   StopOnSignals& operator=(const StopOnSignals&) = delete;
@@ -34,6 +39,7 @@ class StopOnSignals {
   static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
  private:
+  void install();
   struct sigaction previous_[3];
 };
 

@@ -1,6 +1,6 @@
 // StopOnSignals: SIGINT, SIGTERM and SIGHUP each stop a run after the current update, which is
 // saved; the summary carries the signal and the exit status is 128 + it; the previous handlers
-// come back. The ranks' agreement in a world of one, and the configuration's items. Across real
+// come back; the same for a request that other work polls. The ranks' agreement in a world of one, and the configuration's items. Across real
 // processes (mpirun, a signal to mpirun, mismatched ranks): tests/mpi/run_rank_checks.sh.
 #include <csignal>
 
@@ -59,6 +59,32 @@ BOOST_AUTO_TEST_CASE(each_stop_signal_ends_the_run_after_the_update_saves_and_se
   plain.interrupted = true;
   BOOST_TEST(interrupted_exit_status(plain) == 130);  // request_stop() without a signal: as Ctrl-C
   BOOST_TEST(!is_interrupted_exit_status(1));
+}
+
+// Work that is not a training run (prepare_text) polls a request instead: the first signal is
+// stored there, a second one of the same kind would end the process, and the previous handler
+// comes back after. While one is alive no other may be made, of either form.
+BOOST_AUTO_TEST_CASE(a_request_records_the_first_signal_for_work_that_polls_it) {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    BOOST_TEST_CONTEXT("signal " << signal) {
+      std::signal(signal, previous_handler);
+      g_previous_handler_ran = 0;
+      std::atomic<int> request{0};
+      {
+        const StopOnSignals stop(request);
+        std::atomic<int> other{0};
+        BOOST_CHECK_THROW(StopOnSignals{other}, std::logic_error);
+        BOOST_TEST(request.load() == 0);
+        std::raise(signal);
+        BOOST_TEST(request.load() == signal);
+        BOOST_TEST(std::signal(signal, SIG_IGN) == SIG_DFL);  // a second one would end the process
+      }
+      BOOST_TEST(g_previous_handler_ran == 0);
+      std::raise(signal);  // the previous handler is back
+      BOOST_TEST(g_previous_handler_ran == 1);
+      std::signal(signal, SIG_DFL);
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(the_configuration_identity_leaves_out_what_may_differ_between_ranks) {
