@@ -10,13 +10,16 @@
 // The first part of the text validates, as llm.c's first shard does: --val-fraction F of its
 // bytes (0.1 unless said; 0: no validation shard, train_gpt then validates on the training
 // tokens' tail) or --val-tokens N tokens. Shards hold --shard-tokens tokens at most, named
-// val_000000.bin, ..., train_000000.bin, ...; each is written to a temporary file and renamed
-// into place once complete. Sources are joined as train_gpt joins them (a newline after a text
-// that does not end with one), corpus names (fortunes, bible) allowed. Progress goes to stderr,
-// the summary to stdout. Exit codes: 0 done, 1 error (a file, the vocabulary), 2 bad command line.
+// val_000000.bin, ..., train_000000.bin, ...; they are written in a directory of this run's own
+// inside --out and moved into --out once the whole text is tokenized, so a run that fails or is
+// stopped (Ctrl-C, SIGTERM, SIGHUP) leaves no shard behind. Sources are joined as train_gpt joins
+// them (a newline after a text that does not end with one), corpus names (fortunes, bible)
+// allowed. Progress goes to stderr, the summary to stdout. Exit codes: 0 done, 1 error (a file,
+// the vocabulary), 2 bad command line, 130 / 143 / 129 stopped by that signal.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -33,6 +36,7 @@
 #include "attograd/train/data/text_stream.h"
 #include "attograd/train/data/token_shards.h"
 #include "attograd/train/io/atomic_file.h"
+#include "attograd/train/stop_signals.h"
 #include "threads_flag.h"
 #include "tool_main.h"
 
@@ -87,6 +91,14 @@ class ShardSeries {
   }
   uint64_t total() const { return total_; }
   const std::vector<std::string>& files() const { return files_; }
+  // Moves the closed shards to `dir` (on the same file system: a rename each).
+  void move_to(const std::string& dir) {
+    for (std::string& file : files_) {
+      const std::string to = (std::filesystem::path(dir) / std::filesystem::path(file).filename()).string();
+      std::filesystem::rename(file, to);
+      file = to;
+    }
+  }
 
  private:
   std::string dir_, stem_;
@@ -124,6 +136,32 @@ class Progress {
   bool tty_;
 };
 
+// The signal that stopped the run.
+struct Interrupted : std::runtime_error {
+  explicit Interrupted(int signal) : std::runtime_error("interrupted"), signal(signal) {}
+  int signal;
+};
+
+// A directory inside --out for the shards being written, named after this process; removed at
+// the end, with what it still holds, and --out too when this run made it and it is left empty.
+struct Staging {
+  Staging(const std::string& out, bool made_out)
+      : dir((std::filesystem::path(out) / (".prepare_text-" + std::to_string(::getpid()) + ".partial")).string()),
+        out(made_out ? out : "") {
+    std::error_code ec;
+    std::filesystem::create_directory(dir, ec);
+    if (ec) throw std::runtime_error("--out: cannot create '" + dir + "': " + ec.message());
+  }
+  ~Staging() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    if (!out.empty() && std::filesystem::is_empty(out, ec)) std::filesystem::remove(out, ec);
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  std::string dir, out;
+};
+
 Tokenizer choose_tokenizer(const std::string& choice) {
   if (choice == "byte") return Tokenizer::bytes();
   if (choice == "char") {
@@ -156,6 +194,7 @@ int run(const Args& a) {
     }
   }
   std::error_code ec;
+  const bool made_out = !fs::exists(a.out, ec);
   fs::create_directories(a.out, ec);
   if (ec) throw std::runtime_error("--out '" + a.out + "': cannot create the directory: " + ec.message());
   for (const fs::directory_entry& e : fs::directory_iterator(a.out)) {
@@ -164,9 +203,16 @@ int run(const Args& a) {
                        ": train_gpt would read every *.bin there; give an empty directory");
     }
   }
+  // The shards are written in a directory of their own inside --out and moved into it only once
+  // the whole text is tokenized: a run that fails, or that Ctrl-C, SIGTERM or SIGHUP stops,
+  // leaves --out as it found it (train_gpt would read a part of the corpus as if it were all).
+  const Staging staging(a.out, made_out);
+  std::atomic<int> stop{0};
+  const StopOnSignals on_signals(stop);
 
   const uint64_t val_quota_bytes = static_cast<uint64_t>(a.val_fraction * static_cast<double>(total));
-  ShardSeries val(a.out, "val", token_bytes, a.shard_tokens), train(a.out, "train", token_bytes, a.shard_tokens);
+  ShardSeries val(staging.dir, "val", token_bytes, a.shard_tokens);
+  ShardSeries train(staging.dir, "train", token_bytes, a.shard_tokens);
   uint64_t val_bytes = 0;
   // Each token to the validation shards while the first part lasts, then to the training ones.
   const auto route = [&](const std::vector<int64_t>& ids) {
@@ -189,6 +235,7 @@ int run(const Args& a) {
   char last = '\n';
   std::string block(static_cast<size_t>(std::min<int64_t>(a.chunk_bytes, 1 << 20)), '\0');
   const auto feed = [&](const std::string& name, uint64_t offset, std::string_view piece) {
+    if (const int signal = stop.load()) throw Interrupted(signal);
     const size_t nul = piece.find('\0');
     if (nul != std::string_view::npos) {
       throw std::invalid_argument("'" + name + "' holds a NUL byte at offset " + std::to_string(offset + nul) +
@@ -229,6 +276,9 @@ int run(const Args& a) {
     throw std::invalid_argument("no training tokens: the validation part took all " + std::to_string(val.total()) +
                                 " (lower --val-fraction or --val-tokens)");
   }
+  // Into place. The signals are no longer polled, so a stop request cannot cut this short; the
+  // validation shards go first, so that a set cut short by SIGKILL has no training shards.
+  for (ShardSeries* series : {&val, &train}) series->move_to(a.out);
 
   const double seconds = progress.seconds();
   std::cout << "prepare_text: " << done << " bytes of text -> " << val.total() + train.total() << " tokens ("
@@ -279,5 +329,12 @@ int main(int argc, char** argv) {
   // For tests: a small block makes many cuts in a small text.
   app.add_option("--chunk-bytes", args.chunk_bytes)->check(integer_in<int64_t>(1, int64_t{1} << 30))->group("");
   add_threads_flag(app, args.threads, "threads for byte-pair encoding");
-  return tool_main(app, argc, argv, [&] { return run(args); });
+  return tool_main(app, argc, argv, [&] {
+    try {
+      return run(args);
+    } catch (const Interrupted& e) {
+      std::cerr << "prepare_text: stopped by signal " << e.signal << "; --out '" << args.out << "' is as it was\n";
+      return 128 + e.signal;
+    }
+  });
 }
