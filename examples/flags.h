@@ -33,6 +33,7 @@
 
 namespace ag {
 
+// A command line that cannot run as given: the program exits 2 with it and the hint to read --help.
 class UsageError : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
