@@ -36,6 +36,7 @@
 #include "attograd/train/data/text_stream.h"
 #include "attograd/train/data/token_shards.h"
 #include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/outputs.h"
 #include "attograd/train/stop_signals.h"
 #include "threads_flag.h"
 #include "tool_main.h"
@@ -142,24 +143,45 @@ struct Interrupted : std::runtime_error {
   int signal;
 };
 
-// A directory inside --out for the shards being written, named after this process; removed at
-// the end, with what it still holds, and --out too when this run made it and it is left empty.
-struct Staging {
-  Staging(const std::string& out, bool made_out)
-      : dir((std::filesystem::path(out) / (".prepare_text-" + std::to_string(::getpid()) + ".partial")).string()),
-        out(made_out ? out : "") {
+// --out, owned by this run until it ends, and a directory inside it for the shards being written,
+// named after this process. --out is created when missing and must hold no *.bin; it is locked
+// (--out/.prepare_text.lock, train/io/outputs.h), so that a second run on it is refused rather
+// than mixing its shards with this one's. At the end the shards' directory is removed with what
+// it still holds, and --out too when this run made it and it is left empty.
+class Staging {
+ public:
+  explicit Staging(const std::string& out) : out_(out) {
+    namespace fs = std::filesystem;
     std::error_code ec;
-    std::filesystem::create_directory(dir, ec);
+    made_out_ = !fs::exists(out, ec);
+    fs::create_directories(out, ec);
+    if (ec) throw std::runtime_error("--out '" + out + "': cannot create the directory: " + ec.message());
+    lock_.add({"--out", (fs::path(out) / ".prepare_text").string(), OutputKind::config});
+    for (const fs::directory_entry& e : fs::directory_iterator(out)) {
+      if (e.path().extension() == ".bin") {
+        throw UsageError("--out '" + out + "' already holds " + e.path().filename().string() +
+                         ": train_gpt would read every *.bin there; give an empty directory");
+      }
+    }
+    dir = (fs::path(out) / (".prepare_text-" + std::to_string(::getpid()) + ".partial")).string();
+    fs::create_directory(dir, ec);
     if (ec) throw std::runtime_error("--out: cannot create '" + dir + "': " + ec.message());
   }
   ~Staging() {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
-    if (!out.empty() && std::filesystem::is_empty(out, ec)) std::filesystem::remove(out, ec);
+    lock_ = OutputLocks();  // released, its file removed
+    if (made_out_ && std::filesystem::is_empty(out_, ec)) std::filesystem::remove(out_, ec);
   }
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
-  std::string dir, out;
+
+  std::string dir;  // where the shards are written
+
+ private:
+  std::string out_;
+  bool made_out_ = false;
+  OutputLocks lock_;
 };
 
 Tokenizer choose_tokenizer(const std::string& choice) {
@@ -193,20 +215,10 @@ int run(const Args& a) {
       total += file.size();
     }
   }
-  std::error_code ec;
-  const bool made_out = !fs::exists(a.out, ec);
-  fs::create_directories(a.out, ec);
-  if (ec) throw std::runtime_error("--out '" + a.out + "': cannot create the directory: " + ec.message());
-  for (const fs::directory_entry& e : fs::directory_iterator(a.out)) {
-    if (e.path().extension() == ".bin") {
-      throw UsageError("--out '" + a.out + "' already holds " + e.path().filename().string() +
-                       ": train_gpt would read every *.bin there; give an empty directory");
-    }
-  }
   // The shards are written in a directory of their own inside --out and moved into it only once
   // the whole text is tokenized: a run that fails, or that Ctrl-C, SIGTERM or SIGHUP stops,
   // leaves --out as it found it (train_gpt would read a part of the corpus as if it were all).
-  const Staging staging(a.out, made_out);
+  const Staging staging(a.out);
   std::atomic<int> stop{0};
   const StopOnSignals on_signals(stop);
 

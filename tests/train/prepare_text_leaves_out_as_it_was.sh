@@ -4,7 +4,8 @@
 # would read as the whole of it. A run that fails late (a NUL byte in the last file, no training
 # tokens left), or that SIGINT, SIGTERM or SIGHUP stops mid-way, leaves --out as it found it: a
 # directory it made is gone, a user's own files are untouched, and the same command with the
-# mistake mended then runs. Run from a scratch directory, as a user would.
+# mistake mended then runs. A second run on the same --out meanwhile is refused. Run from a
+# scratch directory, as a user would.
 #   prepare_text_leaves_out_as_it_was.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 prepare="$build/examples/prepare_text"
@@ -54,4 +55,22 @@ for signal in INT TERM HUP; do
     fail "SIG$signal left its --out: $(ls -A "stopped-$signal")"
   fi
 done
+# Two runs side by side on one --out: the second is refused while the first is writing (they
+# would otherwise each check that --out holds no shard, then both move theirs in), and the first
+# ends with its own shards alone. (The first is stopped as above once it has written two.)
+"$prepare" --data big.txt --tokenizer byte --out shared --shard-tokens 100000 --chunk-bytes 4096 >out.txt 2>err.txt &
+pid=$!
+for _ in $(seq 600); do
+  [ "$(ls shared/.prepare_text-*.partial/ 2>/dev/null | grep -c '\.bin$')" -ge 2 ] && break
+  sleep 0.05
+done
+status=0
+"$prepare" --data text.txt --tokenizer byte --out shared >out2.txt 2>err2.txt || status=$?
+[ "$status" -eq 1 ] && grep -q -- "--out .*in use by another run (pid $pid" err2.txt ||
+  fail "a second run on the same --out: exit $status, $(cat err2.txt)"
+kill -s INT "$pid"
+wait "$pid" || true
+[ ! -e shared ] || fail "after the second run was refused and the first stopped, shared/ holds: $(ls -A shared)"
+"$prepare" --data text.txt --tokenizer byte --out shared >out2.txt 2>err2.txt ||
+  fail "a run on --out after the other ended: $(cat err2.txt)"
 finish
