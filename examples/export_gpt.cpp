@@ -6,10 +6,11 @@
 //   build/examples/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format llmc --out model.bin
 //
 // The tokenizer is not exported: a model trained with --tokenizer gpt2 reads GPT-2's, which the
-// other tools have. Exit codes: 0 done, 1 error (a file, a model the format cannot express),
+// other tools have. A file that exists is replaced only with --overwrite. Exit codes: 0 done, 1 error (a file, a model the format cannot express),
 // 2 bad command line.
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/io/gpt_weights.h"
@@ -21,6 +22,7 @@ using namespace ag;
 
 struct Args {
   std::string checkpoint, format, out;
+  bool overwrite = false;
 };
 
 int run(const Args& args) {
@@ -33,6 +35,18 @@ int run(const Args& args) {
   }();
   if (std::filesystem::weakly_canonical(args.out) == std::filesystem::weakly_canonical(args.checkpoint)) {
     throw UsageError("--out: '" + args.out + "' is the checkpoint being exported");
+  }
+  // An earlier export, or a file of the user's under one of these names, is replaced only when
+  // asked for, before anything is read.
+  const std::filesystem::path out(args.out);
+  const std::vector<std::filesystem::path> files =
+      format == GPTExportFormat::hugging_face ? std::vector{out / "model.safetensors", out / "config.json"}
+                                              : std::vector{out};
+  for (const std::filesystem::path& file : files) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(file, ec)) && !args.overwrite) {
+      throw UsageError("--out: '" + file.string() + "' exists; give --overwrite to replace it");
+    }
   }
   const LoadedGPT loaded = load_gpt_checkpoint(args.checkpoint);
   const GPTOptions& o = loaded.model->options();
@@ -60,5 +74,6 @@ int main(int argc, char** argv) {
   app.add_option("--out", args.out, "the directory (hf) or file (llmc) to write")
       ->required()
       ->check(nonempty_path());
+  app.add_flag("--overwrite", args.overwrite, "replace the files of an earlier export (or others of those names)");
   return tool_main(app, argc, argv, [&] { return run(args); });
 }

@@ -4,7 +4,8 @@
 # for --tokenizer byte) fine-tunes and saves a checkpoint that generate reads and export_gpt
 # writes back in both layouts, the Hugging Face export reading back into train_gpt; a file that
 # does not fit the model is an error naming it, with nothing written (no run directory); a model
-# llm.c cannot express is refused with no file written.
+# llm.c cannot express is refused with no file written; an export replaces an existing file only
+# with --overwrite.
 #   gpt2_weights_in_and_out.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 fixtures=$source/tests/parity/fixtures/gpt2
@@ -38,6 +39,18 @@ check "export_gpt --format hf" "$build/examples/export_gpt" --checkpoint "$ckpt"
 check "export_gpt --format llmc" "$build/examples/export_gpt" --checkpoint "$ckpt" --format llmc --out model.bin
 [ -f hf/model.safetensors ] && [ -f hf/config.json ] && [ -f model.bin ] || fail "the exports are missing"
 grep -q '"activation_function": "gelu_new"' hf/config.json || fail "config.json does not name gelu_new"
+# A second export to the same place, or onto a file of the user's, replaces nothing unless asked.
+rm -rf runs
+before=$(cat hf/model.safetensors hf/config.json | sha256sum)
+want=2 refused "a second hf export without --overwrite" "hf/model.safetensors' exists; give --overwrite" \
+  "$build/examples/export_gpt" --checkpoint "$ckpt" --format hf --out hf
+[ "$(cat hf/model.safetensors hf/config.json | sha256sum)" = "$before" ] || fail "the refused export changed hf/"
+echo "my notes" >notes.txt
+want=2 refused "an llmc export onto a user's file" "notes.txt' exists" \
+  "$build/examples/export_gpt" --checkpoint "$ckpt" --format llmc --out notes.txt
+[ "$(cat notes.txt)" = "my notes" ] || fail "the refused export changed notes.txt"
+check "export_gpt --format hf --overwrite" "$build/examples/export_gpt" --checkpoint "$ckpt" --format hf --out hf --overwrite
+[ "$(cat hf/model.safetensors hf/config.json | sha256sum)" = "$before" ] || fail "the same export over itself differs"
 check "train_gpt --init-from the llm.c export" \
   "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from model.bin --save again.safetensors
 grep -q "llm.c weights from model.bin" out.txt || fail "the llm.c import is not reported"
