@@ -1,7 +1,8 @@
 // The main() of the programs that are not training runs (generate, evaluate, export_gpt,
-// prepare_text, tokenize, train_bpe): parse the command line with CLI11, run, and turn what went
-// wrong into an exit code with one message on stderr. Exit codes: 0 done, 1 error (a file, the system), 2 bad command line (UsageError,
-// flags.h, whose validators the tools check their numbers and paths with).
+// prepare_text, tokenize, train_bpe): parse the command line with CLI11 (numbers and paths
+// checked by flags.h's validators), run, and turn what went wrong into an exit code with one
+// message on stderr. Exit codes: 0 done, 1 error (a file, the system), 2 bad command line
+// (UsageError).
 //
 //   int main(int argc, char** argv) {
 //     Args args;
