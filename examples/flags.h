@@ -42,9 +42,11 @@ class UsageError : public std::invalid_argument {
 namespace detail {
 
 // A number read whole (no "12x", no "1.5", no NaN: CLI11's Range lets NaN through, and a
-// learning rate of NaN is no learning rate) within [low, high], or [low, high) when high_open.
+// learning rate of NaN is no learning rate) within [low, high], without high when high_open and
+// without low when low_open.
 template <typename Number>
-CLI::Validator number_in(Number low, Number high, bool high_open, const std::string& what, const std::string& shown) {
+CLI::Validator number_in(Number low, Number high, bool high_open, const std::string& what, const std::string& shown,
+                         bool low_open = false) {
   return {[=](std::string& text) -> std::string {
             Number v = 0;
             std::istringstream in(text);  // a real as a stream reads it ("+1e-3", blanks around it)
@@ -52,7 +54,8 @@ CLI::Validator number_in(Number low, Number high, bool high_open, const std::str
             const bool whole = std::is_floating_point_v<Number> ? (in >> v) && (in >> std::ws).eof()
                                                                 : ec == std::errc() && end == text.data() + text.size();
             if (!whole || !std::isfinite(static_cast<double>(v))) return "'" + text + "' is not " + what;
-            return v < low || v > high || (high_open && v == high) ? text + " is out of range " + shown : "";
+            const bool out = v < low || v > high || (high_open && v == high) || (low_open && v == low);
+            return out ? text + " is out of range " + shown : "";
           },
           shown};
 }
@@ -177,10 +180,11 @@ CLI::Validator integer_in(Integer low, Integer high) {
   return detail::number_in(low, high, false, "an integer", range);
 }
 
-// A finite real in [low, high], or [low, high) when high_open.
-inline CLI::Validator real_in(double low, double high, bool high_open = false) {
-  const std::string range = "[" + format_number(low) + ", " + format_number(high) + (high_open ? ")" : "]");
-  return detail::number_in(low, high, high_open, "a finite number", range);
+// A finite real in [low, high]; high_open leaves out high, low_open leaves out low: "(0, 1]".
+inline CLI::Validator real_in(double low, double high, bool high_open = false, bool low_open = false) {
+  const std::string range = (low_open ? "(" : "[") + format_number(low) + ", " + format_number(high) +
+                            (high_open ? ")" : "]");
+  return detail::number_in(low, high, high_open, "a finite number", range, low_open);
 }
 
 // Any unsigned 64-bit integer, as a --seed takes it ("-1" and 2^64 refused, not wrapped).

@@ -148,14 +148,13 @@ int main(int argc, char** argv) {
       ->check(integer_in<int64_t>(0, INT64_MAX))
       ->capture_default_str();
   app.add_option("--top-p", args.sampling.top_p, "keep the fewest most likely tokens reaching probability P, in (0, 1]")
-      ->check(real_in(0, 1))
+      ->check(real_in(0, 1, /*high_open=*/false, /*low_open=*/true))
       ->capture_default_str();
   app.add_option("--seed", args.sampling.seed, "the sampling stream")->check(any_seed())->capture_default_str();
   app.add_flag("--no-cache", args.no_cache, "recompute the whole window for every token (same tokens, slower)");
   add_threads_flag(app, args.threads, "threads for matrix products");
   add_quantize_flag(app, args.quantize);
   return tool_main(app, argc, argv, [&] {
-    if (args.sampling.top_p == 0) throw UsageError("--top-p: must lie in (0, 1], got 0");
     if (args.prompt.empty()) {
       throw UsageError("--prompt: is empty; the model needs at least one character to continue (try --prompt \"\\n\")");
     }
