@@ -156,7 +156,7 @@ class Staging {
     made_out_ = !fs::exists(out, ec);
     fs::create_directories(out, ec);
     if (ec) throw std::runtime_error("--out '" + out + "': cannot create the directory: " + ec.message());
-    lock_.add({"--out", (fs::path(out) / ".prepare_text").string(), OutputKind::config});
+    lock_.add({"--out", (fs::path(out) / ".prepare_text").string()});  // the lock alone: add() reads no kind
     for (const fs::directory_entry& e : fs::directory_iterator(out)) {
       if (e.path().extension() == ".bin") {
         throw UsageError("--out '" + out + "' already holds " + e.path().filename().string() +

@@ -43,7 +43,7 @@ for signal in INT TERM HUP; do
     [ "$(ls "stopped-$signal"/.prepare_text-*.partial/ 2>/dev/null | grep -c '\.bin$')" -ge 2 ] && break
     sleep 0.05
   done
-  kill -s "$signal" "$pid"
+  kill -s "$signal" "$pid" 2>/dev/null || true  # ended already: the status below says so
   status=0
   wait "$pid" || status=$?
   want=$((128 + $(kill -l "$signal")))
@@ -68,7 +68,7 @@ status=0
 "$prepare" --data text.txt --tokenizer byte --out shared >out2.txt 2>err2.txt || status=$?
 [ "$status" -eq 1 ] && grep -q -- "--out .*in use by another run (pid $pid" err2.txt ||
   fail "a second run on the same --out: exit $status, $(cat err2.txt)"
-kill -s INT "$pid"
+kill -s INT "$pid" 2>/dev/null || true
 wait "$pid" || true
 [ ! -e shared ] || fail "after the second run was refused and the first stopped, shared/ holds: $(ls -A shared)"
 "$prepare" --data text.txt --tokenizer byte --out shared >out2.txt 2>err2.txt ||
