@@ -30,7 +30,17 @@ when the page is rendered) just before it:
 "short" figures run by default (CI runs them); "long" ones only with --long. Times are never
 compared: they depend on the machine (the text says where each was measured).
 
-  docs/check.sh [--long] [--build DIR] [--list] [FILE...]     (default: README.md docs/*.md)
+The figures depend on the kernels OpenBLAS runs the matrix products with: each kernel set rounds
+a product in its own way (FMA or not, its own order of the partial sums), and a training run
+carries such a difference forward. OpenBLAS picks the set at load time from the CPU (Haswell on
+AVX2 Intel, Zen on AMD, SkylakeX or Cooperlake with AVX-512, Prescott where it does not
+recognise the CPU). The documented figures were made with the Prescott set, which runs on every
+x86-64 CPU, so every command runs with OPENBLAS_CORETYPE=Prescott unless --kernels names another
+set (--kernels native: the one OpenBLAS picks here). docs/kernels.sh measures what the other sets
+change (docs/reproducibility.md).
+
+  docs/check.sh [--long] [--build DIR] [--list] [--kernels SET] [FILE...]
+                                                              (default: README.md docs/*.md)
 
 Exit status 0 when every checked figure matches, 1 when one does not (each mismatch printed with
 its file and line), 2 for a malformed annotation.
@@ -48,6 +58,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ANNOTATION = re.compile(r"^<!-- (check|check-table|check-metrics) (short|long)(, continued)?(?:: (.*?))? -->$")
 LONG_ROW_SECONDS = 60
+# The kernel set the documented figures were made with (see the top of this file).
+DOCUMENTED_KERNELS = "Prescott"
 
 # Metrics-log keys by the column headings a document may use for them.
 METRIC_COLUMNS = {
@@ -111,10 +123,21 @@ def read_block(lines, start):
 
 
 class Runner:
-    def __init__(self, build):
+    def __init__(self, build, kernels):
         self.build = build
         self.dirs = []
         self.previous = None
+        self.env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        if kernels != "native":
+            self.env["OPENBLAS_CORETYPE"] = kernels
+
+    def kernels_in_use(self):
+        """The kernel set OpenBLAS loads with in this environment, as it names it ("?" if unknown)."""
+        program = os.path.join(self.build, "examples", "train_sequence")
+        p = subprocess.run([program, "--help"], env=dict(self.env, OPENBLAS_VERBOSE="2"), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, errors="replace")
+        m = re.search(r"^Core: (\S+)", p.stdout, re.M)
+        return m.group(1) if m else "?"
 
     def directory(self, continued):
         if continued and self.previous:
@@ -127,8 +150,7 @@ class Runner:
 
     def run(self, command, continued=False):
         d = self.directory(continued)
-        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        p = subprocess.run(["bash", "-c", command], cwd=d, env=env, stdout=subprocess.PIPE,
+        p = subprocess.run(["bash", "-c", command], cwd=d, env=self.env, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, errors="replace")
         return d, p.returncode, p.stdout
 
@@ -209,7 +231,9 @@ class Checker:
             while at < len(got) and not matches(got[at], text):
                 at += 1
             if at == len(got):
+                closest = max(got, key=lambda g: len(os.path.commonprefix([g, text])), default="")
                 self.fail(f"{path}:{number}", f"documented line not printed (in this order) now:\n    {text}\n"
+                          f"  printed instead:\n    {closest}\n"
                           f"  the output, masked:\n    " + "\n    ".join(got[-40:]))
                 return
             at += 1
@@ -304,14 +328,29 @@ def main():
     parser.add_argument("--long", action="store_true", help="also the figures whose commands run for minutes")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build tree (default: build/)")
     parser.add_argument("--list", action="store_true", help="print the checked figures and their commands, run nothing")
+    parser.add_argument("--kernels", default=DOCUMENTED_KERNELS, metavar="SET",
+                        help=f"OpenBLAS's kernel set for every command (OPENBLAS_CORETYPE; default {DOCUMENTED_KERNELS}, "
+                             "the one the figures were made with; 'native': the one OpenBLAS picks on this CPU)")
     args = parser.parse_args()
+    if not re.fullmatch(r"[A-Za-z0-9]+", args.kernels):
+        print(f"docs/check: --kernels: expected a kernel set's name (Prescott, Haswell, ...) or 'native', "
+              f"got '{args.kernels}'", file=sys.stderr)
+        return 2
     files = args.files or ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
     build = os.path.abspath(args.build)
     if not os.path.isdir(os.path.join(build, "examples")):
         print(f"docs/check: '{build}' holds no examples/: build first (ninja -C build)", file=sys.stderr)
         return 2
-    runner = Runner(build)
+    runner = Runner(build, args.kernels)
     checker = Checker(runner, args.long, args.list)
+    in_use = "" if args.list else runner.kernels_in_use()
+    if in_use:
+        asked = "as OpenBLAS picks them here" if args.kernels == "native" else f"OPENBLAS_CORETYPE={args.kernels}"
+        print(f"docs/check: OpenBLAS's {in_use} kernels ({asked}); the figures were made with {DOCUMENTED_KERNELS}'s",
+              flush=True)
+        if args.kernels != "native" and in_use.lower() != args.kernels.lower():
+            print(f"docs/check: OpenBLAS did not load the {args.kernels} kernels asked for: the figures may differ",
+                  flush=True)
     try:
         for path in files:
             runner.previous = None
@@ -323,7 +362,8 @@ def main():
         runner.clean()
     if not args.list:
         print(f"docs/check: {checker.checked} checked, {checker.failures} differ, "
-              f"{checker.skipped} long ones skipped{'' if args.long else ' (--long runs them)'}")
+              f"{checker.skipped} long ones skipped{'' if args.long else ' (--long runs them)'}, "
+              f"with OpenBLAS's {in_use} kernels")
     return 1 if checker.failures else 0
 
 
