@@ -34,6 +34,7 @@
 #include "attograd/models/generate.h"
 #include "attograd/models/gpt.h"
 #include "attograd/train/io/gpt_weights.h"
+#include "guarded_main.h"
 
 namespace {
 
@@ -92,7 +93,7 @@ void print_int8_quality(GPT& model, int64_t gen) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   std::string weights, preset = "gpt2", threads = "2", logits_path, quantize = "none";
   int64_t gen = 0, repeats = 3;
   bool draw = false, int8_quality = false;
@@ -154,4 +155,8 @@ int main(int argc, char** argv) {
   }
   std::printf("}\n");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return ag::bench::guarded_main("gpt2_load", [&] { return run_main(argc, argv); });
 }

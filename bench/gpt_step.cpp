@@ -33,6 +33,7 @@
 #include "attograd/models/gpt.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/optim.h"
+#include "guarded_main.h"
 
 namespace {
 
@@ -157,7 +158,7 @@ int run_generate(const std::string& config_name, const Config& c, int64_t new_to
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   std::string config_name = "baby";
   int64_t steps = 20, warmup = 3, generate_tokens = 0, repeats = 3;
   std::string threads_text = "auto";
@@ -250,4 +251,8 @@ int main(int argc, char** argv) {
   }
   if (profile) std::cout << "\nper-op profile (" << steps << " steps)\n" << profiler.table(steps);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return ag::bench::guarded_main("gpt_step", [&] { return run_main(argc, argv); });
 }

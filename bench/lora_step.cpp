@@ -24,6 +24,7 @@
 #include "attograd/models/gpt.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/optim.h"
+#include "guarded_main.h"
 
 namespace {
 
@@ -95,7 +96,7 @@ Result time_steps(const Args& a, bool lora) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   Args a;
   CLI::App app{"LoRA against full fine-tuning: step time and optimizer-state bytes of a GPT.", "lora_step"};
   app.add_option("--layers", a.layers);
@@ -128,4 +129,8 @@ int main(int argc, char** argv) {
   std::printf("lora / full: step time %.3f, optimizer state %.5f\n", lora.median_ms / full.median_ms,
               lora.state_bytes / full.state_bytes);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return ag::bench::guarded_main("lora_step", [&] { return run_main(argc, argv); });
 }

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <thread>
 #include <vector>
+#include "guarded_main.h"
 
 namespace {
 
@@ -102,7 +103,7 @@ double step_products(const Config& c, double& flops) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   CLI::App app{"Measures this machine's float32 FMA peak and OpenBLAS's throughput on a GPT step's products."};
   int threads = 2;
   std::string config = "large";
@@ -124,4 +125,8 @@ int main(int argc, char** argv) {
   std::printf("%s step's linear products through OpenBLAS (%d threads): %.1f GFLOP in %.1f ms = %.1f GFLOP/s\n",
               config.c_str(), threads, flops / 1e9, s * 1e3, flops / s / 1e9);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return ag::bench::guarded_main("machine_peak", [&] { return run_main(argc, argv); });
 }

@@ -31,6 +31,7 @@
 #include "attograd/models/sequence_model.h"
 #include "attograd/train/optim.h"
 #include "attograd/train/data/sequence_tasks.h"
+#include "guarded_main.h"
 
 namespace {
 
@@ -114,7 +115,7 @@ double time_products(const Config& c, int64_t steps, int64_t warmup) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_main(int argc, char** argv) {
   std::string config_name = "tiny";
   int64_t steps = 20, warmup = 3;
   std::string threads_text = "auto";
@@ -248,4 +249,8 @@ int main(int argc, char** argv) {
   }
   if (profile) std::cout << "\nper-op profile (" << steps << " steps)\n" << profiler.table(steps);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return ag::bench::guarded_main("train_step", [&] { return run_main(argc, argv); });
 }

@@ -446,6 +446,11 @@ int training_program_main(int argc, char** argv, int (*run)(const Args&)) {
     args = parse_training_args<Args>(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const UsageError& e) {
     return usage_error(e);  // every rank reads the same line, so every rank stops here alone
+  } catch (const std::exception& e) {
+    // What a check of the line had to read to decide (an --init-from file that is no weights
+    // file, say): an error of that file, exit 1, on every rank alike.
+    std::cerr << program << ": error: " << e.what() << "\n";
+    return 1;
   }
   if (!args.usage.empty()) return (std::cout << args.usage, 0);
   Communicator& comm = Communicator::world();
