@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "attograd/train/finetune.h"
 #include "attograd/train/gpt_job.h"
+#include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/outputs.h"
 #include "attograd/train/io/gpt_weights.h"
 #include "tool_main.h"
 
@@ -33,22 +36,32 @@ int run(const Args& args) {
       throw UsageError(std::string("--format: ") + e.what());
     }
   }();
-  if (std::filesystem::weakly_canonical(args.out) == std::filesystem::weakly_canonical(args.checkpoint)) {
-    throw UsageError("--out: '" + args.out + "' is the checkpoint being exported");
-  }
-  // An earlier export, or a file of the user's under one of these names, is replaced only when
-  // asked for, before anything is read.
+  // The files are checked and locked before anything is read: not a directory or a device,
+  // never the checkpoint itself or the base weights an adapter-only checkpoint reads (whatever
+  // --overwrite says), an earlier export or a file of the user's replaced only with --overwrite,
+  // and written by this export alone until it ends.
   const std::filesystem::path out(args.out);
-  const std::vector<std::filesystem::path> files =
-      format == GPTExportFormat::hugging_face ? std::vector{out / "model.safetensors", out / "config.json"}
-                                              : std::vector{out};
-  for (const std::filesystem::path& file : files) {
-    std::error_code ec;
-    if (std::filesystem::exists(std::filesystem::symlink_status(file, ec)) && !args.overwrite) {
-      throw UsageError("--out: '" + file.string() + "' exists; give --overwrite to replace it");
-    }
+  std::vector<OutputFile> files;
+  if (format == GPTExportFormat::hugging_face) {
+    for (const char* name : {"model.safetensors", "config.json"}) files.push_back({"--out", (out / name).string(), OutputKind::file});
+  } else {
+    files.push_back({"--out", args.out, OutputKind::file});
   }
-  const LoadedGPT loaded = load_gpt_checkpoint(args.checkpoint);
+  std::vector<InputFile> inputs;
+  inputs.push_back({"--checkpoint", args.checkpoint, InputKind::file});
+  const Checkpoint checkpoint = Checkpoint::open(args.checkpoint);
+  if (checkpoint.has_entry("finetune")) {
+    const std::string base = finetune_options_from(checkpoint).init_from;
+    if (!base.empty()) inputs.push_back({"the checkpoint's base weights", base, InputKind::file});
+  }
+  const OutputLocks locks = [&] {
+    try {
+      return prepare_outputs(files, {.overwrite = args.overwrite, .inputs = inputs});
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }();
+  const LoadedGPT loaded = load_gpt_checkpoint(checkpoint);
   const GPTOptions& o = loaded.model->options();
   write_gpt_weights(*loaded.model, format, args.out);
   std::cout << "wrote " << args.out << (format == GPTExportFormat::hugging_face ? "/model.safetensors and config.json" : "")

@@ -19,6 +19,7 @@
 #include "attograd/core/threads.h"
 #include "attograd/train/data/bpe.h"
 #include "attograd/train/data/text.h"
+#include "attograd/train/io/outputs.h"
 #include "threads_flag.h"
 #include "tool_main.h"
 
@@ -43,13 +44,17 @@ int run(const Args& args) {
   namespace fs = std::filesystem;
   if (args.out.empty()) throw UsageError("--out: the path is empty");
   set_num_threads(parse_threads(args.threads));
-  std::error_code ec;
-  if (fs::exists(args.out, ec) && !args.overwrite) {
-    throw UsageError("--out: '" + args.out + "' exists; give --overwrite to replace it");
-  }
-  for (const std::string& d : args.data) {
-    if (fs::equivalent(d, args.out, ec)) throw UsageError("--out: '" + args.out + "' is also an input (--data)");
-  }
+  // --out is checked and locked before anything is read: not a directory or a device, not one
+  // of the texts, replaced only with --overwrite, and written by this run alone until it ends.
+  std::vector<InputFile> inputs;
+  for (const std::string& d : args.data) inputs.push_back({"--data", d, InputKind::data});
+  const OutputLocks lock = [&] {
+    try {
+      return prepare_outputs({{"--out", args.out, OutputKind::file}}, {.overwrite = args.overwrite, .inputs = inputs});
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }();
   const auto start = std::chrono::steady_clock::now();
   // The texts must outlive training: they are kept here and viewed by TrainingText.
   std::vector<std::string> texts;

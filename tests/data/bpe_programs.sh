@@ -29,7 +29,7 @@ check "train_bpe writes a vocabulary" 0 "$build/examples/train_bpe" --vocab-size
 says "it prints the merges" "344 merges"
 cp fortunes.bpe before.bpe
 check "train_bpe refuses to replace it" 2 "$build/examples/train_bpe" --vocab-size 700 --out fortunes.bpe
-says "naming the file and --overwrite" "'fortunes.bpe' exists; give --overwrite"
+says "naming the file and --overwrite" "'fortunes.bpe': exists; give --overwrite"
 cmp -s fortunes.bpe before.bpe && echo "ok: the file is untouched" || { echo "FAIL: the file changed"; failures=$((failures + 1)); }
 check "--overwrite replaces it" 0 "$build/examples/train_bpe" --vocab-size 700 --out fortunes.bpe --overwrite
 says "with the new size" "vocabulary 700"

@@ -42,11 +42,11 @@ grep -q '"activation_function": "gelu_new"' hf/config.json || fail "config.json 
 # A second export to the same place, or onto a file of the user's, replaces nothing unless asked.
 rm -rf runs
 before=$(cat hf/model.safetensors hf/config.json | sha256sum)
-want=2 refused "a second hf export without --overwrite" "hf/model.safetensors' exists; give --overwrite" \
+want=2 refused "a second hf export without --overwrite" "hf/model.safetensors': exists; give --overwrite" \
   "$build/examples/export_gpt" --checkpoint "$ckpt" --format hf --out hf
 [ "$(cat hf/model.safetensors hf/config.json | sha256sum)" = "$before" ] || fail "the refused export changed hf/"
 echo "my notes" >notes.txt
-want=2 refused "an llmc export onto a user's file" "notes.txt' exists" \
+want=2 refused "an llmc export onto a user's file" "notes.txt': exists" \
   "$build/examples/export_gpt" --checkpoint "$ckpt" --format llmc --out notes.txt
 [ "$(cat notes.txt)" = "my notes" ] || fail "the refused export changed notes.txt"
 check "export_gpt --format hf --overwrite" "$build/examples/export_gpt" --checkpoint "$ckpt" --format hf --out hf --overwrite

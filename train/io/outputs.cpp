@@ -54,6 +54,7 @@ bool is_own_kind(const OutputFile& out, const std::string& head) {
              (head.rfind("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"", 0) == 0 &&
               head.find("font-family=\"sans-serif\" font-size=\"12\">\n<title>") != std::string::npos);
     case OutputKind::config: return head.empty() || head.rfind(kConfigMarker, 0) == 0;
+    case OutputKind::file: return false;
   }
   return false;
 }
@@ -64,6 +65,7 @@ const char* kind_name(const OutputKind kind) {
     case OutputKind::metrics_log: return "a metrics log";
     case OutputKind::plot: return "a plot";
     case OutputKind::config: return "a configuration";
+    case OutputKind::file: return "a file";
   }
   return "an output";
 }
@@ -88,6 +90,7 @@ bool carries_on(const OutputFile& out, const InputFile& in) {
     case InputKind::data: return false;
     case InputKind::checkpoint: return out.kind == OutputKind::checkpoint;
     case InputKind::config: return out.kind == OutputKind::config && is_own_kind(out, head_of(in.path));
+    case InputKind::file: return false;
   }
   return false;
 }
@@ -97,6 +100,7 @@ std::string what_input_is(const InputFile& in) {
     case InputKind::data: return "the text " + in.role + " reads";
     case InputKind::checkpoint: return "the checkpoint being resumed";
     case InputKind::config: return "the configuration " + in.role + " reads";
+    case InputKind::file: return "the file " + in.role + " reads";
   }
   return "an input";
 }
@@ -128,6 +132,7 @@ void check_existing(const OutputFile& out, const std::vector<InputFile>& inputs,
     if (!in.path.empty() && same_file(out.path, in.path)) return;  // carried on (anything else was refused)
   }
   if (policy.overwrite || st->st_size == 0) return;
+  if (out.kind == OutputKind::file) refuse(out, "exists; give --overwrite to replace it");
   const bool ours = is_own_kind(out, head_of(out.path));
   if (ours && !policy.resume.empty()) return;  // the resumed run's log and plot go on
   if (out.kind == OutputKind::checkpoint) {

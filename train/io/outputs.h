@@ -32,7 +32,9 @@
 
 namespace ag {
 
-enum class OutputKind { checkpoint, metrics_log, plot, config };
+// `file`: what a program that is not a training run writes (a vocabulary, an export): an
+// existing file there is replaced only with `overwrite`.
+enum class OutputKind { checkpoint, metrics_log, plot, config, file };
 
 // The first line of a configuration a program writes, and the comment near the top of the SVG
 // plots: how prepare_outputs() recognises files it may replace.
@@ -47,7 +49,8 @@ struct OutputFile {
   OutputKind kind = OutputKind::checkpoint;
 };
 
-enum class InputKind { data, checkpoint, config };
+// `file`: any other file a program reads (a checkpoint it exports, a base model's weights).
+enum class InputKind { data, checkpoint, config, file };
 
 struct InputFile {
   std::string role;  // how the user named it, e.g. "--data"
