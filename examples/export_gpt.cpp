@@ -5,13 +5,15 @@
 //   build/examples/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format hf --out gpt2-export
 //   build/examples/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format llmc --out model.bin
 //
-// The tokenizer is not exported: a model trained with --tokenizer gpt2 reads GPT-2's, which the
+// A fine-tuning run's LoRA adapters are merged into the weights they adapt (W + alpha/r B A), so
+// the exported model computes what the checkpoint does. The tokenizer is not exported: a model trained with --tokenizer gpt2 reads GPT-2's, which the
 // other tools have. A file that exists is replaced only with --overwrite. Exit codes: 0 done, 1 error (a file, a model the format cannot express),
 // 2 bad command line.
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "attograd/layers/lora.h"
 #include "attograd/train/finetune.h"
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/io/checkpoint.h"
@@ -63,12 +65,16 @@ int run(const Args& args) {
   }();
   const LoadedGPT loaded = load_gpt_checkpoint(checkpoint);
   const GPTOptions& o = loaded.model->options();
+  // A fine-tuned model's function is its base weight plus the adapters' low-rank update: the
+  // formats hold plain weights, so each W becomes W + (alpha / r) B A before it is written.
+  const int64_t merged = merge_lora(*loaded.model);
   write_gpt_weights(*loaded.model, format, args.out);
   std::cout << "wrote " << args.out << (format == GPTExportFormat::hugging_face ? "/model.safetensors and config.json" : "")
             << ": GPT " << o.n_layers << " layers, " << o.n_head << " heads, d_model " << o.d_model << ", context "
             << o.block_size << ", vocab " << o.vocab << ", " << loaded.model->num_parameters() << " parameters, "
-            << (format == GPTExportFormat::hugging_face ? "Hugging Face GPT-2 layout" : "llm.c version 3 (float32)")
-            << "\n";
+            << (format == GPTExportFormat::hugging_face ? "Hugging Face GPT-2 layout" : "llm.c version 3 (float32)");
+  if (merged > 0) std::cout << ", " << merged << " LoRA adapters merged into their weights";
+  std::cout << "\n";
   return 0;
 }
 
