@@ -228,6 +228,32 @@ BOOST_AUTO_TEST_CASE(a_bad_vocabulary_file_is_an_error_naming_the_file) {
   write_text(dir.file("pattern.bpe"), R"({"kind":"bpe","pattern":"(","byte_order":"natural","specials":[],"merges":[]})");
   AG_CHECK_THROWS_WITH(BytePairEncoding::load(dir.file("pattern.bpe")), std::invalid_argument, "pattern.bpe",
                        "does not compile");
+  // An empty pattern cuts no chunk, so no merge could ever apply.
+  write_text(dir.file("nopattern.bpe"), R"({"kind":"bpe","pattern":"","byte_order":"natural","specials":[],"merges":[]})");
+  AG_CHECK_THROWS_WITH(BytePairEncoding::load(dir.file("nopattern.bpe")), std::invalid_argument, "nopattern.bpe",
+                       "pattern is empty");
+}
+
+// A few hundred bytes of merges, each joining the previous token with itself, describe a token of
+// 2^40 bytes: the sizes are added up from the ids before any token is built.
+BOOST_AUTO_TEST_CASE(a_vocabulary_whose_tokens_would_not_fit_is_refused_before_it_is_built) {
+  TempDir dir;
+  std::string merges = "[97,97]";
+  for (int i = 1; i < 40; ++i) merges += ",[" + std::to_string(255 + i) + "," + std::to_string(255 + i) + "]";
+  const std::string doubling =
+      R"({"kind":"bpe","pattern":"\\S+","byte_order":"natural","specials":[],"merges":[)" + merges + "]}";
+  write_text(dir.file("d40.bpe"), doubling);
+  // Merge 16 makes a token of 2^17 bytes, the first above 2^16.
+  AG_CHECK_THROWS_WITH(BytePairEncoding::load(dir.file("d40.bpe")), std::invalid_argument, "d40.bpe", "merge 16",
+                       "131072 bytes", "65536");
+  // The same description inside a checkpoint's tokenizer entry.
+  AG_CHECK_THROWS_WITH(Tokenizer::from_json(doubling), std::invalid_argument, "131072 bytes");
+  // Up to the bound, a long token is fine.
+  std::string fifteen = "[97,97]";
+  for (int i = 1; i < 15; ++i) fifteen += ",[" + std::to_string(255 + i) + "," + std::to_string(255 + i) + "]";
+  const BytePairEncoding ok = BytePairEncoding::from_json(
+      R"({"kind":"bpe","pattern":"\\S+","byte_order":"natural","specials":[],"merges":[)" + fifteen + "]}");
+  BOOST_TEST(ok.vocab_size() == 256 + 15);
 }
 
 BOOST_AUTO_TEST_CASE(a_tokenizer_file_given_as_a_checkpoint_is_named) {

@@ -38,10 +38,44 @@ namespace {
 
 std::string where(const std::string& source) { return source.empty() ? "byte-pair encoding" : source; }
 
+// Each token's bytes and the vocabulary's, from the merges' ids alone, before any token is built.
+void check_sizes(const std::vector<BPEMerge>& merges, const std::vector<std::string>& specials,
+                 const std::string& source) {
+  std::vector<int64_t> bytes(256, 1);
+  bytes.reserve(256 + merges.size());
+  int64_t total = 256;
+  for (size_t i = 0; i < merges.size(); ++i) {
+    const BPEMerge& m = merges[i];
+    const int64_t known = static_cast<int64_t>(bytes.size());
+    if (m.left < 0 || m.left >= known || m.right < 0 || m.right >= known) break;  // the constructor names it
+    const int64_t n = bytes[static_cast<size_t>(m.left)] + bytes[static_cast<size_t>(m.right)];
+    if (n > kMaxBPETokenBytes) {
+      throw std::invalid_argument(where(source) + ": merge " + std::to_string(i) + " (" + std::to_string(m.left) + ", " +
+                                  std::to_string(m.right) + ") makes a token of " + std::to_string(n) +
+                                  " bytes, more than the " + std::to_string(kMaxBPETokenBytes) + " a token may hold");
+    }
+    bytes.push_back(n);
+    total += n;
+    if (total > kMaxBPEVocabularyBytes) {
+      throw std::invalid_argument(where(source) + ": the tokens of the first " + std::to_string(i + 1) +
+                                  " merges hold " + std::to_string(total) + " bytes, more than the " +
+                                  std::to_string(kMaxBPEVocabularyBytes) + " a vocabulary may hold");
+    }
+  }
+  for (const std::string& s : specials) total += static_cast<int64_t>(s.size());
+  if (total > kMaxBPEVocabularyBytes) {
+    throw std::invalid_argument(where(source) + ": the tokens hold " + std::to_string(total) + " bytes, more than the " +
+                                std::to_string(kMaxBPEVocabularyBytes) + " a vocabulary may hold");
+  }
+}
+
 }  // namespace
 
 BytePairEncoding::BytePairEncoding(std::string pattern, ByteOrder order, std::vector<BPEMerge> merges,
                                    std::vector<std::string> specials, const std::string& source) {
+  // An empty pattern splits nothing: every chunk would be empty and no merge would ever apply.
+  if (pattern.empty()) throw std::invalid_argument(where(source) + ": the pre-tokenisation pattern is empty");
+  check_sizes(merges, specials, source);
   auto t = std::make_shared<Tables>(pattern, source);
   t->pattern = std::move(pattern);
   t->order = order;

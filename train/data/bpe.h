@@ -47,6 +47,13 @@ inline constexpr const char* kGPT2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 inline constexpr const char* kEndOfText = "<|endoftext|>";
 
+// What a vocabulary may cost before it is built: the bytes of one token (the longest of GPT-2's
+// 50,257 is 128, of Llama 3's 128,256 a few hundred) and of all tokens together (GPT-2's are
+// about 0.3 MB). A file past either is refused before its tokens are materialised: 40 merges that
+// each merge the previous token with itself describe a token of 2^40 bytes in a few hundred.
+inline constexpr int64_t kMaxBPETokenBytes = int64_t{1} << 16;
+inline constexpr int64_t kMaxBPEVocabularyBytes = int64_t{1} << 28;
+
 enum class ByteOrder { natural, gpt2 };
 
 struct BPEMerge {
