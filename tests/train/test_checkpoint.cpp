@@ -158,7 +158,7 @@ BOOST_AUTO_TEST_CASE(file_holds_parameters_and_optimizer_state_by_name) {
                                                 "optimizer/encoder.bias/step", "optimizer/encoder.bias/exp_avg",
                                                 "optimizer/encoder.bias/exp_avg_sq"}));
   BOOST_TEST(f.find("optimizer/encoder.bias/step")->indices.data == std::vector<int64_t>{3});
-  BOOST_TEST(f.metadata.at("format_version") == "2");
+  BOOST_TEST(f.metadata.at("format_version") == std::to_string(kCheckpointFormatVersion));
   BOOST_TEST(f.checksummed);
   BOOST_TEST(f.metadata.at("optimizer_state_params") == "2");
   BOOST_TEST(f.metadata.at("rng_seed") == "123");
@@ -255,8 +255,8 @@ BOOST_AUTO_TEST_CASE(wrong_version) {
   TempDir dir;
   const std::string path = dir.file("version.safetensors");
   write_good_checkpoint(path);
-  rewrite(path, [](SafetensorsFile& f) { f.metadata["format_version"] = "3"; });
-  expect_load_error(path, {"format_version '3'", "not supported", "versions 1 to 2"});
+  rewrite(path, [](SafetensorsFile& f) { f.metadata["format_version"] = "4"; });
+  expect_load_error(path, {"format_version '4'", "not supported", "versions 1 to 3"});
   rewrite(path, [](SafetensorsFile& f) {
     f.metadata.erase("format_version");
     f.metadata.erase("format");
@@ -333,7 +333,7 @@ with open(path, "rb") as f:
 header = json.loads(blob[8:8 + n])
 data = blob[8 + n:]
 meta = header.pop("__metadata__")
-assert meta["format_version"] == "2", meta
+assert meta["format_version"] == "3", meta
 # Every tensor's CRC-32C, recomputed bit by bit here (the reflected Castagnoli polynomial).
 def crc32c(data):
     crc = 0xFFFFFFFF

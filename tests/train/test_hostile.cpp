@@ -215,7 +215,40 @@ BOOST_AUTO_TEST_CASE(the_checksum_key_is_reserved_and_version_two_needs_checksum
   std::string text = header.dump();
   text.resize(n, ' ');
   spit(path, bytes.substr(0, 8) + text + bytes.substr(8 + n));
-  AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), path.c_str(), "no 'crc32c'", "version 2");
+  AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), path.c_str(), "no 'crc32c'", "version 3");
+}
+
+// The metadata's checksums removed after a value was edited: the file would pass for one written
+// before the metadata was checksummed. Only a version 2 file may lack them.
+BOOST_AUTO_TEST_CASE(a_current_checkpoint_without_metadata_checksums_is_refused) {
+  TempDir dir;
+  const std::string path = dir.file("ck.safetensors");
+  write_run_checkpoint(path);
+  const auto strip_metadata_sums = [&](const std::string& version) {
+    std::string bytes = slurp(path);
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data(), 8);
+    Json header = parse_json(std::string_view(bytes).substr(8, n));
+    Json sums = parse_json(header["__metadata__"]["crc32c"].get<std::string>());
+    BOOST_REQUIRE(sums.contains("__metadata__"));
+    sums.erase("__metadata__");
+    header["__metadata__"]["crc32c"] = sums.dump();
+    header["__metadata__"]["rng_seed"] = "7";  // the edit nothing checks any more
+    header["__metadata__"]["format_version"] = version;
+    std::string text = header.dump();
+    BOOST_REQUIRE(text.size() <= n);
+    text.resize(n, ' ');
+    spit(path, bytes.substr(0, 8) + text + bytes.substr(8 + n));
+  };
+  strip_metadata_sums(std::to_string(kCheckpointFormatVersion));
+  AG_CHECK_MESSAGE_HAS(error_of([&] { resume_from(path); }), path.c_str(), "no checksums of the metadata values",
+                       "version 3");
+  // Written as version 2 was before its metadata was checksummed, the same file loads as it is.
+  write_run_checkpoint(path);
+  strip_metadata_sums("2");
+  resume_from(path);
+  BOOST_TEST(read_checkpoint_info(path).format_version == 2);
+  BOOST_TEST(read_checkpoint_info(path).rng_state.seed == 7u);
 }
 
 BOOST_AUTO_TEST_CASE(a_version_one_checkpoint_still_loads) {

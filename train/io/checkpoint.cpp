@@ -94,14 +94,23 @@ CheckpointInfo info_of(const std::string& path, const SafetensorsFile& file) {
     fail(path, "__metadata__ lacks format and format_version: not an attograd checkpoint");
   }
   if (format->second != kFormat) fail(path, "format is '" + format->second + "', expected '" + kFormat + "'");
-  if (version->second != "1" && version->second != std::to_string(kCheckpointFormatVersion)) {
+  CheckpointInfo info;
+  info.format_version = 0;
+  for (int v = 1; v <= kCheckpointFormatVersion; ++v) {
+    if (version->second == std::to_string(v)) info.format_version = v;
+  }
+  if (info.format_version == 0) {
     fail(path, "format_version '" + version->second + "' is not supported (this build reads versions 1 to " +
                    std::to_string(kCheckpointFormatVersion) + ")");
   }
-  CheckpointInfo info;
-  info.format_version = version->second == "1" ? 1 : kCheckpointFormatVersion;
+  // Each version is held to what its writers always wrote, so that a file cannot pass for an
+  // older one by losing its checksums: an edited value whose checksum was deleted is refused.
   if (info.format_version >= 2 && !file.checksummed) {
-    fail(path, "__metadata__ has no 'crc32c' checksums, which every version 2 checkpoint carries");
+    fail(path, "__metadata__ has no 'crc32c' checksums, which every version " + version->second + " checkpoint carries");
+  }
+  if (info.format_version >= 3 && !file.metadata_checksummed) {
+    fail(path, "__metadata__ 'crc32c' has no checksums of the metadata values, which every version " + version->second +
+                   " checkpoint carries (were they removed after a value was edited?)");
   }
   info.rng_state.seed = metadata_u64(path, meta, "rng_seed");
   info.rng_state.step = metadata_u64(path, meta, "rng_step");

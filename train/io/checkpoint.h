@@ -6,10 +6,12 @@
 //     optimizer/<param name>/<slot>     momentum_buffer, exp_avg, exp_avg_sq (parameter's shape)
 //   __metadata__ (string -> string)
 //     format                            "attograd-checkpoint"
-//     format_version                    "2" (version 1 files still load; see below)
+//     format_version                    "3" (versions 1 and 2 still load; see below)
 //     crc32c                            every tensor's checksum and every other metadata value's
-//                                       (written by safetensors.h; files saved before the metadata
-//                                       was checksummed load with only their tensors verified)
+//                                       (written by safetensors.h). Version 3 files must carry
+//                                       both; a version 2 file may lack the metadata's (written
+//                                       before it was checksummed: its tensors alone are
+//                                       verified), a version 1 file both
 //     optimizer                         "SGD" / "Adam" / "AdamW" (absent without optimizer state)
 //     optimizer_state_params            how many parameters have optimizer state
 //     rng_seed, rng_step, rng_call      the GeneratorState, decimal
@@ -43,7 +45,7 @@
 
 namespace ag {
 
-inline constexpr int kCheckpointFormatVersion = 2;
+inline constexpr int kCheckpointFormatVersion = 3;
 // Parameters in a checkpoint must be finite and at most this large in magnitude: far beyond
 // anything training produces (a diverging run is stopped long before), so a larger value means
 // a corrupt or hand-made file. Optimizer state has its own bounds (optim.h).

@@ -60,6 +60,7 @@ struct SafetensorsFile {
   std::vector<SafetensorsEntry> entries;  // in data-section order
   std::map<std::string, std::string> metadata;  // without the reserved "crc32c" entry
   bool checksummed = false;                     // set by the reader: the file carried checksums
+  bool metadata_checksummed = false;            // ... and among them the metadata values' ones
 
   // Appends an entry. Throws std::invalid_argument for an empty, reserved ("__metadata__") or
   // repeated name, or an undefined tensor.

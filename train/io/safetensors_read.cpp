@@ -256,6 +256,7 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   if (has_checksums) {
     Checksums checksums = parse_checksums(path, checksum_text);
     if (checksums.metadata) verify_metadata(path, file.metadata, std::move(*checksums.metadata));
+    file.metadata_checksummed = checksums.metadata.has_value();
     std::map<std::string, uint32_t>& sums = checksums.tensors;
     for (const HeaderEntry& r : entries) {
       const auto it = sums.find(r.name);
