@@ -18,3 +18,11 @@ finish() {
   echo "$failures failures"
   [ "$failures" -eq 0 ]
 }
+# `interruptible COMMAND... &`: starts COMMAND in the background with SIGINT and SIGQUIT at their
+# defaults, as a job in a terminal has them, and $! is COMMAND's own pid. A script's background
+# job (`cmd &`) starts with both ignored, and the programs keep a signal that was ignored at start,
+# so a `kill -INT` meant as Ctrl-C must go to a job started this way. Only with `&`: it execs.
+interruptible() {
+  trap - INT QUIT
+  exec "$@"
+}

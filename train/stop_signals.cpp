@@ -40,7 +40,12 @@ void StopOnSignals::install() {
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;  // a read or write interrupted by the signal goes on
-  for (int i = 0; i < 3; ++i) sigaction(kSignals[i], &action, &previous_[i]);
+  for (int i = 0; i < 3; ++i) {
+    // A signal ignored when the process started stays ignored: nohup's SIGHUP, a script's SIGINT
+    // to its background jobs. Only the others stop the work.
+    sigaction(kSignals[i], nullptr, &previous_[i]);
+    if (previous_[i].sa_handler != SIG_IGN) sigaction(kSignals[i], &action, nullptr);
+  }
 }
 
 StopOnSignals::~StopOnSignals() {

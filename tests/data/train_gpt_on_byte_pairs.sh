@@ -37,7 +37,7 @@ print(f"validation loss {first:.4f} at step 0, {last:.4f} at step {rows[-1]['ste
 sys.exit(0 if last < first - 0.5 else 1)
 PY
   # Stopped by Ctrl-C after its first evaluation, then resumed: the same rows, bit for bit.
-  "${run[@]}" --save "$name-r.st" --log "$name-r.jsonl" --plot "$name-r.svg" >r.out 2>&1 &
+  interruptible "${run[@]}" --save "$name-r.st" --log "$name-r.jsonl" --plot "$name-r.svg" >r.out 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do [ "$(rows "$name-r.jsonl")" -ge 2 ] && break; sleep 0.05; done
   kill -INT "$pid" 2>/dev/null

@@ -5,6 +5,14 @@
 # between ranks (containers forbid it), plain shared memory instead.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
+# `interruptible COMMAND... &`: starts COMMAND in the background with SIGINT and SIGQUIT at their
+# defaults, as a job in a terminal has them, and $! is COMMAND's own pid. A script's background
+# job (`cmd &`) starts with both ignored, and the programs keep a signal that was ignored at start,
+# so a `kill -INT` meant as Ctrl-C must go to a job started this way. Only with `&`: it execs.
+interruptible() {
+  trap - INT QUIT
+  exec "$@"
+}
 
 fail() {
   echo "FAIL: $*"

@@ -122,7 +122,7 @@ mismatch "$seq" "$S --task reverse" "$S --task sort" '--task: rank 0 has "revers
 mismatch "$seq" "$S --target-acc 0.5" "$S --target-acc 0.9" "--target-acc: rank 0 has 0.5, rank 1 has 0.9"
 # Two checkpoints of one run, at different steps: nothing on the command line differs.
 stop_after() {  # stop_after SECONDS COMMAND...: runs it, Ctrl-C after SECONDS of training
-  "${@:2}" >stop.out 2>&1 &
+  interruptible "${@:2}" >stop.out 2>&1 &
   local pid=$!
   for _ in $(seq 1 200); do
     grep -q "^train " stop.out && break

@@ -26,7 +26,7 @@ wait_for_line() {
   done
 }
 
-"$seq" "${endless[@]}" --save run.ck --log run.jsonl --plot run.svg >first.out 2>first.err &
+interruptible "$seq" "${endless[@]}" --save run.ck --log run.jsonl --plot run.svg >first.out 2>first.err &
 first=$!
 pids+=("$first")
 # Its metrics row after step 5 comes after its first save, and once its Ctrl-C handler is in place.

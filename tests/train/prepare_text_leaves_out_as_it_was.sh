@@ -35,7 +35,7 @@ status=0
 # text is large and is read in small blocks, so that the run is still going when the signal comes.
 head -c 40000000 /dev/zero | tr '\0' 'x' | fold -w 79 >big.txt
 for signal in INT TERM HUP; do
-  "$prepare" --data big.txt --tokenizer byte --out "stopped-$signal" --shard-tokens 100000 --chunk-bytes 4096 \
+  interruptible "$prepare" --data big.txt --tokenizer byte --out "stopped-$signal" --shard-tokens 100000 --chunk-bytes 4096 \
     >out.txt 2>err.txt &
   pid=$!
   for _ in $(seq 600); do
@@ -58,7 +58,7 @@ done
 # Two runs side by side on one --out: the second is refused while the first is writing (they
 # would otherwise each check that --out holds no shard, then both move theirs in), and the first
 # ends with its own shards alone. (The first is stopped as above once it has written two.)
-"$prepare" --data big.txt --tokenizer byte --out shared --shard-tokens 100000 --chunk-bytes 4096 >out.txt 2>err.txt &
+interruptible "$prepare" --data big.txt --tokenizer byte --out shared --shard-tokens 100000 --chunk-bytes 4096 >out.txt 2>err.txt &
 pid=$!
 for _ in $(seq 600); do
   [ "$(ls shared/.prepare_text-*.partial/ 2>/dev/null | grep -c '\.bin$')" -ge 2 ] && break

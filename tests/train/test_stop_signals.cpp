@@ -87,6 +87,27 @@ BOOST_AUTO_TEST_CASE(a_request_records_the_first_signal_for_work_that_polls_it) 
   }
 }
 
+// nohup's SIGHUP, a script's SIGINT to its background jobs: a signal the process started with
+// ignored stays ignored while the work runs, and the others still stop it.
+BOOST_AUTO_TEST_CASE(a_signal_ignored_at_start_stays_ignored) {
+  for (const int ignored : {SIGINT, SIGTERM, SIGHUP}) {
+    BOOST_TEST_CONTEXT("ignored " << ignored) {
+      std::signal(ignored, SIG_IGN);
+      std::atomic<int> request{0};
+      {
+        const StopOnSignals stop(request);
+        std::raise(ignored);
+        BOOST_TEST(request.load() == 0);
+        const int other = ignored == SIGHUP ? SIGTERM : SIGHUP;
+        std::raise(other);
+        BOOST_TEST(request.load() == other);
+      }
+      BOOST_TEST(std::signal(ignored, SIG_DFL) == SIG_IGN);  // left as it was found
+      for (const int s : {SIGINT, SIGTERM, SIGHUP}) std::signal(s, SIG_DFL);
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(the_configuration_identity_leaves_out_what_may_differ_between_ranks) {
   const std::string toml =
       "# attograd configuration\n\n# width\nd-model=32\nlayers = 2\nthreads=\"auto\"\nsave=\"a.st\"\n"
