@@ -17,6 +17,11 @@ namespace ag {
 
 void set_num_threads(int n) {
   if (n < 1) throw std::invalid_argument("set_num_threads: need at least 1 thread, got " + std::to_string(n));
+  // Far more threads than cores only costs: each is a stack and a wake-up per parallel op.
+  if (n > kMaxThreads) {
+    throw std::invalid_argument("set_num_threads: at most " + std::to_string(kMaxThreads) + " threads, got " +
+                                std::to_string(n));
+  }
   openblas_set_num_threads(1);
   detail::resize_pool(n);
 }

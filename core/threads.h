@@ -10,7 +10,8 @@
 
 namespace ag {
 
-// Sets the number of threads attograd uses (the calling thread included). n >= 1.
+// Sets the number of threads attograd uses (the calling thread included), 1 <= n <= kMaxThreads.
+inline constexpr int kMaxThreads = 1024;
 void set_num_threads(int n);
 int num_threads();
 
