@@ -62,7 +62,8 @@ int run(const Args& args) {
   if (args.data.empty()) {
     texts.push_back(read_corpus(""));
   } else {
-    for (const std::string& d : args.data) texts.push_back(read_corpus(d));  // names a missing or empty file
+    // A corpus name (fortunes, bible) or a file; a missing or empty file is named.
+    for (const std::string& d : args.data) texts.push_back(read_corpus_sources({d}).text);
   }
   size_t bytes = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
@@ -95,7 +96,10 @@ int main(int argc, char** argv) {
   Args args;
   CLI::App app{"Learns a byte-level BPE vocabulary (GPT-2's pre-tokenisation) from text files.",
                tool_name(argc, argv, "train_bpe")};
-  app.add_option("--data", args.data, "text files to learn from (default: every fortune under /usr/share/games/fortunes)");
+  app.add_option("--data", args.data,
+                 "text files or corpora (fortunes, bible) to learn from (default: every fortune under "
+                 "/usr/share/games/fortunes)")
+      ->check(nonempty_path());
   app.add_option("--vocab-size", args.vocab_size, "tokens in all: 256 bytes + merges + specials")
       ->check(integer_in<int64_t>(256, int64_t{1} << 30))
       ->capture_default_str();
