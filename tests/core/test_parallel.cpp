@@ -64,6 +64,13 @@ bool same_bits(const Tensor& a, const Tensor& b) {
 
 BOOST_AUTO_TEST_SUITE(parallel)
 
+BOOST_AUTO_TEST_CASE(thread_counts_out_of_range_are_refused_and_change_nothing) {
+  const int before = num_threads();
+  AG_CHECK_THROWS_WITH(set_num_threads(0), std::invalid_argument, "set_num_threads", "at least 1");
+  AG_CHECK_THROWS_WITH(set_num_threads(10000), std::invalid_argument, "set_num_threads", "at most 1024", "10000");
+  BOOST_TEST(num_threads() == before);
+}
+
 BOOST_AUTO_TEST_CASE(parallel_for_visits_every_index_once) {
   const ThreadCount threads(2);
   for (int64_t n : {1, 2, 3, 7, 100, 1001}) {

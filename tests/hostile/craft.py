@@ -23,35 +23,7 @@ import re
 import struct
 import sys
 
-# ---------------------------------------------------------------- CRC-32C (Castagnoli, reflected)
-_CRC_TABLE = []
-for _i in range(256):
-    _c = _i
-    for _ in range(8):
-        _c = (_c >> 1) ^ 0x82F63B78 if _c & 1 else _c >> 1
-    _CRC_TABLE.append(_c)
-
-
-_CRC_CACHE = {}
-
-
-def crc32c(data):
-    """CRC-32C of `data`; results are cached, as most variants keep most tensors' bytes."""
-    data = bytes(data)
-    if data not in _CRC_CACHE:
-        _CRC_CACHE[data] = _crc32c(data)
-    return _CRC_CACHE[data]
-
-
-def _crc32c(data):
-    c = 0xFFFFFFFF
-    table = _CRC_TABLE
-    for b in data:
-        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-assert crc32c(b"123456789") == 0xE3069283  # the standard check value
+from crc32c import crc32c  # noqa: E402  (tests/hostile/crc32c.py, beside this file)
 
 # ---------------------------------------------------------------- reading and assembling
 src, outdir = sys.argv[1], sys.argv[2]
@@ -83,9 +55,10 @@ def header_bytes(header_obj):
     return text
 
 
-def assemble(meta, entries, checksums="recompute", extra_crc=None):
+def assemble(meta, entries, checksums="recompute", extra_crc=None, metadata_sums=True):
     """A file with offsets back to back. checksums: "recompute" every tensor's CRC-32C (a
-    consistent file), "keep" the crc32c string in `meta` as it is, or "none" (drop it)."""
+    consistent file), "keep" the crc32c string in `meta` as it is, or "none" (drop it).
+    metadata_sums=False leaves out the metadata values' checksums (as files written before them)."""
     meta = dict(meta)
     if checksums != "keep":
         meta.pop("crc32c", None)
@@ -99,7 +72,8 @@ def assemble(meta, entries, checksums="recompute", extra_crc=None):
     if extra_crc:
         sums.update(extra_crc)
     # The metadata values' checksums, as the writer stores them since they were introduced.
-    sums["__metadata__"] = {k: "%08x" % crc32c(v.encode()) for k, v in sorted(meta.items()) if isinstance(v, str)}
+    if metadata_sums:
+        sums["__metadata__"] = {k: "%08x" % crc32c(v.encode()) for k, v in sorted(meta.items()) if isinstance(v, str)}
     if checksums == "recompute":
         meta["crc32c"] = json.dumps(sums, separators=(",", ":"))
     doc = {"__metadata__": meta}
@@ -383,7 +357,13 @@ emit("i64-param", "fail", "head.bias", "head.bias's bytes declared I64 (8 elemen
 # ---------------------------------------------------------------- checksum metadata
 m = dict(META)
 m.pop("crc32c")
-emit("no-crc", "fail", "crc32c", "the crc32c metadata removed (format_version 2)", assemble(m, base_entries(), "none"))
+emit("no-crc", "fail", "crc32c", "the crc32c metadata removed (format_version %s)" % META["format_version"],
+     assemble(m, base_entries(), "none"))
+# A value edited and the metadata's checksums deleted: as the file is version 3, that is no file
+# from before those checksums, and it must not load with the edit.
+emit("meta-sums-removed", "fail", "no checksums of the metadata values",
+     "rng_seed edited and the metadata's checksums removed (tensor checksums recomputed)",
+     assemble({**META, "rng_seed": "7"}, base_entries(), metadata_sums=False))
 m = dict(META)
 m["crc32c"] = "{not json"
 emit("crc-not-json", "fail", "crc32c", "crc32c metadata that is not JSON", assemble(m, base_entries(), "keep"))
@@ -432,7 +412,7 @@ def meta_variant(nm, words, desc, meta, expect="fail"):
     emit(nm, expect, words, desc, assemble(meta, base_entries()))
 
 
-meta_variant("fmt-version-3", "format_version", "format_version 3", {**META, "format_version": "3"})
+meta_variant("fmt-version-4", "format_version", "format_version 4", {**META, "format_version": "4"})
 meta_variant("fmt-version-text", "format_version", "format_version '2.0'", {**META, "format_version": "2.0"})
 meta_variant("fmt-other", "format", "format 'pytorch'", {**META, "format": "pytorch"})
 meta_variant("fmt-missing", "format", "format and format_version removed",

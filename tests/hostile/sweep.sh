@@ -69,7 +69,7 @@ snapshot_binary() {
   mkdir -p "$work/bin/examples"
   while ((tries < 60)); do
     copied=1
-    for name in train_sequence train_gpt generate; do
+    for name in train_sequence train_gpt generate train_bpe export_gpt tokenize; do
       [[ -x $build/examples/$name ]] && cp -p "$build/examples/$name" "$work/bin/examples/" 2>/dev/null || copied=0
     done
     if ((copied)) && { [[ ! -e $build/libattograd.so ]] || cp "$build/libattograd.so" "$work/bin/" 2>/dev/null; } &&
@@ -279,7 +279,7 @@ finish_sweep() {
   ((n_crash + n_hang + n_exit0 + n_loss + n_unclear == 0))
 }
 
-# SWEEP_ONLY=mpi runs group 8 alone (CI does).
+# SWEEP_ONLY=mpi runs group 8 alone (CI does); SWEEP_ONLY=gpt2 group 9 (below, after the fixtures).
 if [[ ${SWEEP_ONLY:-} == mpi ]]; then
   source "$here/mpi_cases.sh"
   finish_sweep
@@ -294,6 +294,13 @@ mkdir -p "$fix"
   die "could not make the reference checkpoint: $(cat "$fix/make-ck.err")"
 CK=$fix/ck.safetensors
 "$python" "$here/craft.py" "$CK" "$fix/crafted" >/dev/null || die "craft.py failed"
+
+# SWEEP_ONLY=gpt2 runs group 9 alone.
+if [[ ${SWEEP_ONLY:-} == gpt2 ]]; then
+  source "$here/gpt2_cases.sh"
+  finish_sweep
+  exit
+fi
 
 # ------------------------------------------------------------------ 1. command line
 start_group 1 "flags: expect exit 2 and a message naming the flag"
@@ -825,6 +832,10 @@ if "$BIN" --help 2>/dev/null | grep -q -- '--write-config'; then
 else
   echo "   (skipped: this build has no --write-config)"
 fi
+
+# ------------------------------------------------------------------ 9. the GPT-2 workflow
+# (before group 8, whose processes need Open MPI)
+source "$here/gpt2_cases.sh"
 
 # ------------------------------------------------------------------ 8. processes
 source "$here/mpi_cases.sh"

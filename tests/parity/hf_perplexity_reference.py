@@ -19,10 +19,9 @@ import struct
 import sys
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from perplexity_reference import read_safetensors  # noqa: E402
+from perplexity_reference import print_figures, read_safetensors, sliding_window_nats  # noqa: E402
 from torch_gpt2 import GPT2, llmc_order  # noqa: E402
 
 LLMC_MAGIC, LLMC_FLOAT32 = 20240326, 3
@@ -115,29 +114,6 @@ def load_llmc(path):
     return model
 
 
-def sliding_window_nats(model, ids, stride, window):
-    """perplexity_reference.py's loop: each window scores the tokens the previous one did not."""
-    n = ids.numel()
-    nats, scored, prev_end = 0.0, 0, 0
-    with torch.no_grad():
-        for begin in range(0, n, stride):
-            end = min(begin + window, n)
-            trg_len = end - prev_end
-            inp = ids[begin:end]
-            labels = inp.clone()
-            labels[:-trg_len] = -100
-            logits = model(inp[None])[0]
-            shifted = labels[1:]
-            keep = shifted != -100
-            if keep.any():
-                nats += F.cross_entropy(logits[:-1][keep], shifted[keep], reduction="sum").item()
-                scored += int(keep.sum())
-            prev_end = end
-            if end == n:
-                break
-    return nats, scored
-
-
 def main():
     if len(sys.argv) not in (4, 5):
         fail("usage: hf_perplexity_reference.py MODEL TEXT STRIDE [WINDOW]")
@@ -152,12 +128,7 @@ def main():
         ids = torch.tensor(list(f.read()), dtype=torch.long)
     if vocab < 256:
         fail(f"the model's vocabulary has {vocab} tokens, fewer than the byte tokenizer's 256")
-    nats, scored = sliding_window_nats(model, ids, stride, window)
-    per_token = nats / scored
-    print(f"tokens {scored} nats {nats!r} bytes {scored}")
-    print(f"nats/token {per_token!r}")
-    print(f"perplexity {math.exp(per_token)!r}")
-    print(f"bits/byte {nats / math.log(2) / scored!r}")
+    print_figures(*sliding_window_nats(model, ids, stride, window))
 
 
 if __name__ == "__main__":

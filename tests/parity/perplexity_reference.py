@@ -75,12 +75,9 @@ def load_model(path):
     return model, o["block_size"]
 
 
-def main():
-    path, text_path, stride = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    model, block_size = load_model(path)
-    window = int(sys.argv[4]) if len(sys.argv) > 4 else block_size
-    with open(text_path, "rb") as f:
-        ids = torch.tensor(list(f.read()), dtype=torch.long)
+def sliding_window_nats(model, ids, stride, window):
+    """The summed nats and the number of tokens scored: each window scores the tokens the
+    previous one did not (labels -100 elsewhere), its first token never."""
     n = ids.numel()
     nats, scored, prev_end = 0.0, 0, 0
     with torch.no_grad():
@@ -99,6 +96,20 @@ def main():
             prev_end = end
             if end == n:
                 break
+    return nats, scored
+
+
+def main():
+    path, text_path, stride = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    model, block_size = load_model(path)
+    window = int(sys.argv[4]) if len(sys.argv) > 4 else block_size
+    with open(text_path, "rb") as f:
+        ids = torch.tensor(list(f.read()), dtype=torch.long)
+    print_figures(*sliding_window_nats(model, ids, stride, window))
+
+
+def print_figures(nats, scored):
+    """What evaluate prints, in full precision (the byte tokenizer: a token is a byte)."""
     per_token = nats / scored
     print(f"tokens {scored} nats {nats!r} bytes {scored}")
     print(f"nats/token {per_token!r}")

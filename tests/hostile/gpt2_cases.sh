@@ -1,0 +1,200 @@
+# Group 9 of tests/hostile/sweep.sh (sourced by it; uses its bookkeeping): the programs of the
+# GPT-2 workflow (train_bpe, export_gpt, tokenize, generate, train_gpt --init-from and
+# bench/gpt2_load) given what a careless script or a hostile file gives them. Each case here was
+# a crash, a data loss or garbage accepted before it was fixed (the reliability issue of the
+# GPT-2 workflow): outputs that are devices or inputs, outputs another run holds, a LoRA export
+# that wrote the base, weight files of every broken kind, vocabularies that describe tokens too
+# large to build, SIGHUP to a run started under nohup.
+start_group 9 "the GPT-2 workflow's programs: outputs, weight files, vocabularies, signals"
+BPE=$work/bin/examples/train_bpe
+EXPORT=$work/bin/examples/export_gpt
+TOKENIZE=$work/bin/examples/tokenize
+G9=$fix/gpt2
+mkdir -p "$G9/D" "$G9/B"
+text=$G9/text.txt
+for i in $(seq 1 300); do echo "line $i: the cat sat on the mat and the dog ran after $((i * 7 % 13)) birds."; done >"$text"
+MODEL=(--data "$text" --tokenizer byte --layers 1 --d-model 16 --heads 2 --block-size 16 --activation gelu_tanh
+  --warmup 1 --eval-windows 1 --batch 2 --quiet)
+TINY=("${MODEL[@]}" --steps 2 --eval-every 2)
+(cd "$G9" && timeout 60 "$GPT" "${TINY[@]}" --save D/model.safetensors >make.out 2>make.err &&
+  cp D/model.safetensors B/model.safetensors &&
+  timeout 60 "$GPT" --data "$text" --steps 2 --warmup 1 --eval-every 2 --eval-windows 1 --batch 2 --quiet \
+    --init-from B/model.safetensors --lora-rank 2 --save-adapter-only \
+    --save adapter.safetensors >>make.out 2>>make.err) ||
+  die "could not make the GPT-2 workflow's checkpoints: $(cat "$G9/make.err")"
+
+# A character device (or, where mknod is not allowed, a FIFO): never replaced by a regular file.
+# PROTECT hashes regular files only, so a device reads "missing" before and a hash after if lost.
+dev=$G9/full
+mknod "$dev" c 1 7 2>/dev/null || mkfifo "$dev"
+PROTECT=("$dev" "$G9/D/model.safetensors" "$G9/B/model.safetensors") MAYCHANGE=()
+BIN=$BPE run usage "full|not a regular file" "train_bpe --out <a device> --overwrite" \
+  --data "$text" --vocab-size 300 --out "$dev" --overwrite
+BIN=$EXPORT run usage "full|not a regular file" "export_gpt --format llmc --out <a device> --overwrite" \
+  --checkpoint "$G9/D/model.safetensors" --format llmc --out "$dev" --overwrite
+[[ -c $dev || -p $dev ]] || report DATA-LOSS "the device node is still one after both" 0
+BIN=$EXPORT run usage "model.safetensors|--checkpoint reads" \
+  "export_gpt --format hf --out D --overwrite, the checkpoint being D/model.safetensors" \
+  --checkpoint "$G9/D/model.safetensors" --format hf --out "$G9/D" --overwrite
+BIN=$EXPORT run usage "model.safetensors|base weights" \
+  "export_gpt of an adapter-only checkpoint --format hf --out <its base's directory> --overwrite" \
+  --checkpoint "$G9/adapter.safetensors" --format hf --out "$G9/B" --overwrite
+BIN=$BPE run usage "--data" "train_bpe --data ''" --data '' --vocab-size 300 --out "$G9/empty.bpe"
+
+# Two runs on one output: a lock held by another live process (what a second run meets while the
+# first one writes) is refused naming its pid, with nothing written.
+held_out() {  # held_out PATH: holds PATH's output lock in a background process; sets holder
+  local lock=$1.lock
+  (
+    exec 9>"$lock"
+    flock -n 9 || exit 1
+    printf 'attograd output lock held by pid %s\n' "$BASHPID" >&9
+    exec sleep 30
+  ) &
+  holder=$!
+  for _ in $(seq 1 100); do grep -q "held by pid" "$lock" 2>/dev/null && return 0; sleep 0.05; done
+}
+PROTECT=("$G9/D/model.safetensors") MAYCHANGE=()
+held_out "$G9/busy.bin"
+BIN=$EXPORT run usage "busy.bin|in use|pid $holder" "export_gpt --out <a file another export is writing>" \
+  --checkpoint "$G9/D/model.safetensors" --format llmc --out "$G9/busy.bin"
+[[ -e $G9/busy.bin ]] && report DATA-LOSS "the refused export left busy.bin" 0
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+held_out "$G9/busy.bpe"
+BIN=$BPE run usage "busy.bpe|in use|pid $holder" "train_bpe --out <a file another train_bpe is writing>" \
+  --data "$text" --vocab-size 300 --out "$G9/busy.bpe"
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+rm -f "$G9"/busy.*
+
+# A LoRA export writes the fine-tuned function (tests/parity/lora_export_matches_torch.sh holds
+# its perplexity to an independent PyTorch GPT-2): here, that the adapters are merged at all.
+PROTECT=() MAYCHANGE=()
+BIN=$EXPORT run ok "" "export_gpt of an adapter-only checkpoint --format hf" \
+  --checkpoint "$G9/adapter.safetensors" --format hf --out "$G9/lora-hf"
+new_case
+if grep -q "LoRA adapters merged" "$work/cases/$(printf '%d.%02d' "$group" $((case_no - 1)))/out" &&
+  ! cmp -s "$G9/lora-hf/model.safetensors" "$G9/B/model.safetensors"; then
+  report ok "the export holds the merged weights and says so" 0
+else
+  report EXIT0-ON-GARBAGE "the export holds the merged weights and says so" 0 "it wrote the base's weights"
+fi
+
+# Weight files of every broken kind: train_gpt --init-from (and bench/gpt2_load) end with one
+# line naming the file, exit 1, never std::terminate.
+W=$G9/weights
+mkdir -p "$W"
+"$python" - "$W" <<'PY'
+import json, os, struct, sys
+d = sys.argv[1]
+def put(name, data):
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+def st(header, data=b"", length=None):
+    text = json.dumps(header).encode()
+    return struct.pack("<Q", len(text) if length is None else length) + text + data
+f32 = struct.pack("<4f", 1, 2, 3, 4)
+put("empty.bin", b"")
+put("four-bytes.bin", b"\x01\x02\x03\x04")
+put("zeros.bin", bytes(100))
+put("header-length-0.safetensors", struct.pack("<Q", 0) + b"{}")
+put("header-length-2^62.safetensors", struct.pack("<Q", 1 << 62) + b"{}")
+put("header-not-json.safetensors", struct.pack("<Q", 8) + b"not json")
+put("header-array.safetensors", st([1, 2, 3]))
+put("offsets-past-data.safetensors", st({"wte.weight": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 64]}}, f32))
+put("overlapping.safetensors", st({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+                                   "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}, f32))
+put("negative-shape.safetensors", st({"wte.weight": {"dtype": "F32", "shape": [-2, -2], "data_offsets": [0, 16]}}, f32))
+for dtype in ["F16", "BF16", "I32", "Q7"]:
+    put("dtype-%s.safetensors" % dtype, st({"wte.weight": {"dtype": dtype, "shape": [2, 2], "data_offsets": [0, 16]}}, f32))
+put("one-unrelated-tensor.safetensors", st({"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, f32))
+header = [20240327, 3, 16, 256, 1, 2, 16, 256] + [0] * 248
+put("llmc-wrong-magic.bin", struct.pack("<256i", *header) + bytes(4096))
+header[0], header[1] = 20240326, 99
+put("llmc-version-99.bin", struct.pack("<256i", *header) + bytes(4096))
+header[1] = 3
+put("llmc-no-parameters.bin", struct.pack("<256i", *header))
+put("llmc-header-cut.bin", struct.pack("<8i", *header[:8]))
+put("text.txt.bin", b"The quick brown fox jumps over the lazy dog.\n" * 40)
+put("config.json", json.dumps({"n_layer": 1, "n_head": 2, "n_embd": 16, "vocab_size": 256}).encode())
+PY
+mkdir -p "$W/a-directory"
+mkfifo "$W/fifo.bin"
+PROTECT=() MAYCHANGE=()
+for f in "$W"/*; do
+  name=$(basename "$f")
+  BIN=$GPT run error "$name" "train_gpt --init-from $name" --init-from "$f" --data "$text" --tokenizer byte --steps 1
+done
+if [[ -x $build/bench/gpt2_load ]]; then
+  mkdir -p "$work/bin/bench" && cp -p "$build/bench/gpt2_load" "$work/bin/bench/" 2>/dev/null
+  BIN=$work/bin/bench/gpt2_load run error "zeros.bin" "bench/gpt2_load on 100 zero bytes" --weights "$W/zeros.bin"
+fi
+
+# Vocabularies whose tokens cannot be built: 40 merges that each double the previous token (a
+# token of 2^40 bytes), as a file and inside a checkpoint's tokenizer entry; an empty pattern.
+V=$G9/vocab
+mkdir -p "$V"
+"$python" - "$V" "$G9/D/model.safetensors" "$here" <<'PY'
+import json, os, struct, sys
+d, ck = sys.argv[1], sys.argv[2]
+merges = [[97, 97]] + [[255 + i, 255 + i] for i in range(1, 40)]
+doubling = {"kind": "bpe", "pattern": "\\S+", "byte_order": "natural", "specials": [], "merges": merges}
+with open(os.path.join(d, "d40.bpe"), "w") as f:
+    json.dump(doubling, f)
+with open(os.path.join(d, "nopattern.bpe"), "w") as f:
+    json.dump({**doubling, "pattern": "", "merges": []}, f)
+# The same vocabulary as a checkpoint's tokenizer, with every checksum made consistent again.
+sys.path.insert(0, sys.argv[3])
+from crc32c import crc32c  # noqa: E402
+blob = open(ck, "rb").read()
+(n,) = struct.unpack("<Q", blob[:8])
+header = json.loads(blob[8:8 + n])
+meta = header["__metadata__"]
+meta["tokenizer"] = json.dumps(doubling, separators=(",", ":"))
+sums = json.loads(meta["crc32c"])
+sums["__metadata__"] = {k: "%08x" % crc32c(v.encode()) for k, v in meta.items() if k != "crc32c"}
+meta["crc32c"] = json.dumps(sums, separators=(",", ":"))
+text = json.dumps(header, separators=(",", ":")).encode()
+text += b" " * (-len(text) % 8)
+with open(os.path.join(d, "d40-tokenizer.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+PY
+VMEM_KB=$((2 * 1024 * 1024))  # 2 GiB: a vocabulary built without a bound would end in bad_alloc, not a pass
+BIN=$TOKENIZE run fail "d40.bpe|131072 bytes" "tokenize --tokenizer <40 doubling merges>" --tokenizer "$V/d40.bpe" "$text"
+BIN=$GEN run error "131072 bytes" "generate --checkpoint <its tokenizer entry: 40 doubling merges>" \
+  --checkpoint "$V/d40-tokenizer.safetensors" --prompt "a" --tokens 2
+VMEM_KB=""
+BIN=$TOKENIZE run fail "nopattern.bpe|pattern is empty" "tokenize --tokenizer <a vocabulary with an empty pattern>" \
+  --tokenizer "$V/nopattern.bpe" "$text"
+
+# nohup: SIGHUP, ignored when the run started, must not stop it; SIGINT still does, with a save.
+new_case
+t0=$(now_ns)
+(
+  cd "$case_dir" || exit 99
+  exec timeout 60 nohup "$GPT" "${MODEL[@]}" --steps 100000 --eval-every 50 --save ck.safetensors \
+    >out 2>err </dev/null
+) &
+job=$!
+for _ in $(seq 1 200); do [[ -s $case_dir/out ]] && grep -q "step" "$case_dir/out" && break; sleep 0.05; done
+gpt_pid=$(pgrep -f -n "$GPT.*--steps 100000" || true)
+[[ -n $gpt_pid ]] && kill -HUP "$gpt_pid" 2>/dev/null
+sleep 1
+if [[ -n $gpt_pid ]] && alive "$gpt_pid"; then
+  kill -INT "$gpt_pid"
+  wait "$job"
+  rc=$?
+  ms=$((($(now_ns) - t0) / 1000000))
+  if ((rc == 130)) && [[ -s $case_dir/ck.safetensors ]]; then
+    report ok "nohup train_gpt: SIGHUP ignored, then SIGINT stops and saves" "$ms"
+  else
+    report UNCLEAR "nohup train_gpt: SIGHUP ignored, then SIGINT stops and saves" "$ms" \
+      "after SIGINT: exit $rc, checkpoint $([[ -s $case_dir/ck.safetensors ]] && echo saved || echo missing)"
+  fi
+else
+  wait "$job"
+  rc=$?
+  ms=$((($(now_ns) - t0) / 1000000))
+  report DATA-LOSS "nohup train_gpt: SIGHUP ignored, then SIGINT stops and saves" "$ms" \
+    "the run ended on SIGHUP (exit $rc): nohup's choice was overridden"
+fi
+PROTECT=() MAYCHANGE=()
