@@ -30,7 +30,7 @@ elif [ $# -gt 0 ]; then
   echo "usage: $0 [--run PROGRAM [ARGS...]]" >&2
   exit 2
 fi
-stages=2
+stages=3
 [ -z "$program" ] || stages=4
 stage=0 started=0
 
@@ -61,7 +61,10 @@ packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann
 # which its reader /usr/bin/bible from bible-kjv prints as plain text. The first README command
 # (--run) leaves them to the second, so that a first run is minutes away.
 # procps: pgrep, with which the MPI tests find the ranks under mpirun (a minimal Debian lacks it).
-rest=(libboost-test-dev python3 python3-numpy libopenmpi-dev openmpi-bin bible-kjv-text bible-kjv procps)
+# python3-torch: the reference of the parity tests that compute with PyTorch (never needed at run
+# time). Node.js and npm, for GPT-2's vocabulary files and the byte-pair encoding tests' references,
+# come with tests/data/install_references.sh below (which keeps a Node.js that is already there).
+rest=(libboost-test-dev python3 python3-numpy libopenmpi-dev openmpi-bin bible-kjv-text bible-kjv procps python3-torch)
 [ -n "$program" ] || packages+=("${rest[@]}")
 begin packages "${#packages[@]} Debian packages (apt-get installs the missing ones)"
 missing=()
@@ -95,7 +98,14 @@ else
 fi
 end
 
-[ -n "$program" ] || exit 0
+if [ -z "$program" ]; then
+  # GPT-2's vocabulary (--tokenizer gpt2) and the tokenizer tests' references, outside the
+  # repository; once there, nothing is fetched again.
+  begin references "GPT-2's vocabulary files and the byte-pair encoding tests' references (npm)"
+  tests/data/install_references.sh --apt >/dev/null
+  end
+  exit 0
+fi
 # Only the library and the one program: the tests and benchmarks (most of the ~190 targets)
 # are left to `ninja -C build`, which the test command runs.
 begin build "the library and build/examples/$program (ninja -C build -j2 examples/$program)"
