@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -341,6 +342,40 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_by_name_and_change_nothing) {
     save_safetensors(dir.file("untied.safetensors"), f);
   }
   refused(dir.file("untied.safetensors"), {"'lm_head.weight' differs from 'wte.weight'"}, model);
+  // One tensor under both spellings, with different values: neither can be taken for the model's.
+  {
+    SafetensorsFile f;
+    for (const SafetensorsEntry& e : hf.entries) f.add(e.name, e.tensor);
+    f.add("transformer.ln_f.bias", kernels::affine(hf.find("ln_f.bias")->tensor, 1.0, 1.0));
+    save_safetensors(dir.file("twice.safetensors"), f);
+  }
+  refused(dir.file("twice.safetensors"), {"twice.safetensors", "'ln_f.bias'", "'transformer.ln_f.bias'", "two names"}, model);
+  // A weight no trained model has, anywhere in the file (here the last layer's MLP and, for
+  // Conv1D's shared c_attn, its value part), named with its tensor and element.
+  for (const double bad : {std::nan(""), std::numeric_limits<double>::infinity(), 3e38}) {
+    for (const char* name : {"h.1.mlp.c_proj.weight", "h.0.attn.c_attn.weight"}) {
+      SafetensorsFile f;
+      for (const SafetensorsEntry& e : hf.entries) {
+        Tensor t = e.tensor.clone();
+        if (e.name == name) t.set({5, t.shape()[1] - 1}, bad);
+        f.add(e.name, t);
+      }
+      save_safetensors(dir.file("bad.safetensors"), f);
+      refused(dir.file("bad.safetensors"), {"bad.safetensors", std::string("'") + name + "'", "must be finite"}, model);
+    }
+  }
+  {
+    std::vector<char> v = bin;
+    const float huge = 3e38f;
+    std::memcpy(v.data() + v.size() - 4, &huge, 4);  // lnfb's last element
+    write_bytes(dir.file("huge.bin"), v);
+    refused(dir.file("huge.bin"), {"huge.bin", "'lnfb'", "3e+38", "element 31"}, model);
+  }
+  // llm.c's model is the tanh GELU's: its weights in a model of the exact GELU are refused.
+  GPTOptions exact = fixture_options();
+  exact.activation = Activation::gelu;
+  GPT exact_model(exact);
+  refused(fixture("llmc_f32.bin"), {"llmc_f32.bin", "tanh GELU", "--activation gelu_tanh"}, exact_model);
 
   const std::vector<Tensor> after = parameter_values(model);
   for (size_t i = 0; i < before.size(); ++i) BOOST_TEST(max_abs_diff(before[i], after[i]) == 0.0);

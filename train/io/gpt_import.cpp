@@ -103,7 +103,10 @@ GPTWeightsLayout read_safetensors_weights(GPT& model, const FileReader& file) {
   for (const SafetensorsTensorInfo& t : index.tensors) {
     if (ours && t.name.rfind("optimizer/", 0) == 0) continue;
     const std::string name = !ours && t.name.rfind(kPrefix, 0) == 0 ? t.name.substr(kPrefix.size()) : t.name;
-    tensors[name] = &t;
+    // One tensor under both spellings: which one is the model's cannot be told.
+    if (const auto [it, added] = tensors.emplace(name, &t); !added) {
+      fail(path, "holds both '" + it->second->name + "' and '" + t.name + "', one tensor under two names");
+    }
   }
   GPTWeightsLayout layout = GPTWeightsLayout::attograd;
   const std::string prefix = index.find(kPrefix + "wte.weight") ? kPrefix : "";

@@ -69,6 +69,12 @@ GPTWeightsLayout read_llmc(GPT& model, const FileReader& file) {
                    std::to_string(vocab));
   }
   if (!o.bias) fail(path, "llm.c's model has biases and this model has none (drop --no-bias)");
+  // llm.c's model has one activation, the tanh GELU: its weights in a model of another one would
+  // compute another function.
+  if (o.activation != Activation::gelu_tanh) {
+    fail(path, std::string("llm.c's model uses the tanh GELU and this model ") + activation_name(o.activation) +
+                   " (give --activation gelu_tanh, or a --preset of GPT-2)");
+  }
   const int64_t L = layers;
   const LlmcTensor order[] = {{"wte", padded * C},        {"wpe", max_t * C},        {"ln1w", L * C},
                               {"ln1b", L * C},            {"qkvw", L * 3 * C * C},   {"qkvb", L * 3 * C},

@@ -2,10 +2,15 @@
 // parameter when the stored dtype is the parameter's, else through a scratch buffer, converted
 // or (Hugging Face's Conv1D) transposed in tiles.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <set>
+#include <sstream>
 #include <stdexcept>
 
+#include "attograd/core/format.h"
 #include "attograd/core/parallel.h"
+#include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/gpt_import_internal.h"
 
@@ -55,11 +60,49 @@ void transpose_columns(const From* src, int64_t in, int64_t n, int64_t first, To
                });
 }
 
+// A weight no trained model has (NaN, an infinity, or beyond checkpoint.h's bound) is named with
+// its file, tensor and element before any parameter changes, rather than found at the first logit
+// it poisons. What each parameter reads is scanned, in pieces of 1 MiB (Conv1D's c_attn once).
+void check_values(const FileReader& file, const std::vector<Source>& sources) {
+  constexpr size_t kPiece = size_t{1} << 20;
+  std::vector<char> piece(kPiece);
+  std::set<uint64_t> scanned;  // Conv1D's c_attn, read whole by the three parameters it serves
+  for (const Source& s : sources) {
+    if (s.columns && !scanned.insert(s.offset).second) continue;
+    const size_t elem = safetensors_element_size(s.dtype);
+    // The elements the source reads: its run, or a Conv1D weight whole.
+    const uint64_t begin = s.columns ? 0 : static_cast<uint64_t>(s.first) * elem;
+    const uint64_t total = static_cast<uint64_t>(s.columns ? s.stored.numel() : s.count) * elem;
+    for (uint64_t at = 0; at < total; at += kPiece) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, total - at));
+      file.read(s.offset + begin + at, piece.data(), n);
+      for (size_t i = 0; i < n / elem; ++i) {
+        double v = 0;
+        if (s.dtype == SafetensorsDType::F32) {
+          float f;
+          std::memcpy(&f, piece.data() + i * elem, sizeof f);
+          v = f;
+        } else {
+          std::memcpy(&v, piece.data() + i * elem, sizeof v);
+        }
+        if (std::isfinite(v) && std::abs(v) <= kMaxParameterMagnitude) continue;
+        std::ostringstream value;
+        value << v;
+        fail(file.path(), "tensor '" + s.name + "' holds " + value.str() + " at element " +
+                              std::to_string((begin + at) / elem + i) +
+                              " (weights must be finite and within " + format_number(kMaxParameterMagnitude) +
+                              "); nothing was read");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // Reads every source into its parameter. `scratch` holds a stored tensor that is transposed or
 // converted; the Conv1D c_attn weight serves three parameters and is read once.
 void read_sources(const FileReader& file, const std::vector<Source>& sources, std::map<std::string, Variable>& params) {
+  check_values(file, sources);
   std::vector<char> scratch;
   std::string in_scratch;  // the stored tensor scratch holds whole, if any
   for (const Source& s : sources) {
