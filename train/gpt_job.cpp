@@ -17,6 +17,7 @@
 #include "attograd/train/io/json_text.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/losses.h"
+#include "attograd/train/memory.h"
 #include "attograd/train/trainer.h"
 
 namespace ag {
@@ -309,6 +310,16 @@ Tokenizer gpt_tokenizer_from(const Checkpoint& ck) {
 
 LoadedGPT load_gpt_checkpoint(const Checkpoint& ck) {
   const GPTOptions options = gpt_options_from(ck);
+  // The model entry decides what is allocated: a file whose entry describes a model larger than
+  // this machine is refused with an estimate before anything is built (its tensors may be tiny).
+  MemoryEstimate need;
+  need.parameters = parameter_count(options) * static_cast<double>(sizeof(float));
+  try {
+    check_memory_fits(need, available_memory_bytes(),
+                      "the model is the checkpoint's own (its model entry: " + gpt_options_to_json(options) + ")");
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("checkpoint '" + ck.path() + "': " + e.what());
+  }
   LoadedGPT out;
   out.step = static_cast<int64_t>(ck.info().data_position);  // the updates the run had made
   {

@@ -124,6 +124,45 @@ for f in "$W"/*; do
   name=$(basename "$f")
   BIN=$GPT run error "$name" "train_gpt --init-from $name" --init-from "$f" --data "$text" --tokenizer byte --steps 1
 done
+# Weights that are not the model's: a NaN, an infinity or 3e38 in a Hugging Face file (PyTorch's
+# hf_byte_f32 fixture), one tensor under both of its names, llm.c's weights (the tanh GELU's) for
+# a model of the exact GELU. Each must be refused naming the file and the tensor.
+HF=(--tokenizer byte --layers 2 --heads 4 --block-size 64 --d-model 32 --activation gelu_tanh --data "$text" --steps 1)
+"$python" - "$root/tests/parity/fixtures/gpt2/hf_byte_f32.safetensors" "$W" <<'PY'
+import json, math, os, struct, sys
+src, d = sys.argv[1], sys.argv[2]
+blob = open(src, "rb").read()
+(n,) = struct.unpack("<Q", blob[:8])
+header = json.loads(blob[8:8 + n])
+data = bytearray(blob[8 + n:])
+def write(name, header, data):
+    text = json.dumps(header).encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + bytes(data))
+for label, value in [("nan", math.nan), ("inf", math.inf), ("3e38", 3e38)]:
+    bad = bytearray(data)
+    begin = header["h.1.mlp.c_proj.weight"]["data_offsets"][0]
+    struct.pack_into("<f", bad, begin + 4 * 77, value)
+    write("hf-%s.safetensors" % label, header, bad)
+twice = dict(header)
+entry = header["ln_f.bias"]
+end = len(data)
+twice["transformer.ln_f.bias"] = {"dtype": "F32", "shape": entry["shape"], "data_offsets": [end, end + 4 * entry["shape"][0]]}
+write("hf-two-names.safetensors", twice, data + struct.pack("<%df" % entry["shape"][0], *([1.0] * entry["shape"][0])))
+PY
+for label in nan inf 3e38; do
+  BIN=$GPT run error "hf-$label.safetensors|h.1.mlp.c_proj.weight" "train_gpt --init-from <a Hugging Face file holding $label>" \
+    "${HF[@]}" --init-from "$W/hf-$label.safetensors"
+done
+BIN=$GPT run error "hf-two-names.safetensors|transformer.ln_f.bias|two names" \
+  "train_gpt --init-from <a Hugging Face file holding ln_f.bias under both names, with other values>" \
+  "${HF[@]}" --init-from "$W/hf-two-names.safetensors"
+BIN=$EXPORT run ok "" "export_gpt --format llmc (a tanh-GELU model)" \
+  --checkpoint "$G9/D/model.safetensors" --format llmc --out "$W/tiny.bin"
+BIN=$GPT run error "tiny.bin|tanh GELU|--activation gelu_tanh" "train_gpt --init-from <llm.c weights> --activation gelu" \
+  --data "$text" --tokenizer byte --layers 1 --d-model 16 --heads 2 --block-size 16 --activation gelu --steps 1 \
+  --init-from "$W/tiny.bin"
+
 if [[ -x $build/bench/gpt2_load ]]; then
   mkdir -p "$work/bin/bench" && cp -p "$build/bench/gpt2_load" "$work/bin/bench/" 2>/dev/null
   BIN=$work/bin/bench/gpt2_load run error "zeros.bin" "bench/gpt2_load on 100 zero bytes" --weights "$W/zeros.bin"
@@ -157,7 +196,32 @@ text = json.dumps(header, separators=(",", ":")).encode()
 text += b" " * (-len(text) % 8)
 with open(os.path.join(d, "d40-tokenizer.safetensors"), "wb") as f:
     f.write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+# A model entry that describes a model of 8192 wide, 16 layers (about 13 billion parameters) over
+# the tiny model's tensors, checksums consistent: what the programs build comes from that entry.
+header = json.loads(blob[8:8 + n])
+meta = header["__metadata__"]
+model = json.loads(meta["model"])
+model.update({"d_model": 8192, "n_layers": 16, "n_head": 16})
+meta["model"] = json.dumps(model, separators=(",", ":"))
+sums = json.loads(meta["crc32c"])
+sums["__metadata__"] = {k: "%08x" % crc32c(v.encode()) for k, v in meta.items() if k != "crc32c"}
+meta["crc32c"] = json.dumps(sums, separators=(",", ":"))
+text = json.dumps(header, separators=(",", ":")).encode()
+text += b" " * (-len(text) % 8)
+with open(os.path.join(d, "huge-model-entry.safetensors"), "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
 PY
+# Each inference program refuses it with an estimate, before it allocates (quickly, and under an
+# address-space limit of 2 GiB that building the model would exceed many times over).
+MAXMS=3000 VMEM_KB=$((2 * 1024 * 1024))
+huge=$V/huge-model-entry.safetensors
+BIN=$GEN run error "huge-model-entry|needs about|model entry" "generate --checkpoint <a model entry of 13 billion parameters>" \
+  --checkpoint "$huge" --prompt "a" --tokens 2
+BIN=$work/bin/examples/evaluate run error "huge-model-entry|needs about" "evaluate --checkpoint <the same>" \
+  --checkpoint "$huge" --data "$text" --stride 8
+BIN=$EXPORT run error "huge-model-entry|needs about" "export_gpt --checkpoint <the same>" \
+  --checkpoint "$huge" --format hf --out "$G9/huge-hf"
+MAXMS=0 VMEM_KB=""
 VMEM_KB=$((2 * 1024 * 1024))  # 2 GiB: a vocabulary built without a bound would end in bad_alloc, not a pass
 BIN=$TOKENIZE run fail "d40.bpe|131072 bytes" "tokenize --tokenizer <40 doubling merges>" --tokenizer "$V/d40.bpe" "$text"
 BIN=$GEN run error "131072 bytes" "generate --checkpoint <its tokenizer entry: 40 doubling merges>" \
