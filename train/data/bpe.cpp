@@ -12,6 +12,7 @@
 
 #include "attograd/core/parallel.h"
 #include "attograd/train/data/bpe_tables.h"
+#include "attograd/train/data/utf8.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/json_text.h"
 
@@ -102,6 +103,15 @@ BytePairEncoding::BytePairEncoding(std::string pattern, ByteOrder order, std::ve
   }
   for (size_t i = 0; i < specials.size(); ++i) {
     if (specials[i].empty()) throw std::invalid_argument(where(source) + ": special token " + std::to_string(i) + " is empty");
+    // A vocabulary is kept as JSON, whose strings are UTF-8.
+    for (size_t at = 0; at < specials[i].size();) {
+      const CodePoint cp = decode_utf8(specials[i], at);
+      if (cp.length == 0) {
+        throw std::invalid_argument(where(source) + ": special token " + std::to_string(i) + " is not valid UTF-8 at byte " +
+                                    std::to_string(at) + " (" + cp.problem + ")");
+      }
+      at += cp.length;
+    }
     for (size_t j = 0; j < i; ++j) {
       if (specials[j] == specials[i]) {
         throw std::invalid_argument(where(source) + ": special token \"" + specials[i] + "\" appears twice");

@@ -198,6 +198,8 @@ BytePairEncoding train_bpe(const std::vector<TrainingText>& texts, const BPETrai
                                 " = " + std::to_string(least) + (options.vocab_size > INT32_MAX ? " or too large" : ""));
   }
   if (texts.empty()) throw std::invalid_argument("train_bpe: no text to learn from");
+  // The pattern and the specials are checked before the text is counted, not after training.
+  (void)BytePairEncoding(options.pattern, ByteOrder::natural, {}, options.specials, "train_bpe");
   for (const TrainingText& t : texts) check_no_nul(t);
   const Pretokenizer pre(options.pattern, "train_bpe");
   Trainer trainer(count_chunks(texts, pre));
