@@ -199,6 +199,30 @@ void write_file_atomically(const std::string& path, std::string_view contents) {
   out.commit();
 }
 
+namespace {
+
+std::string read_unsized(int fd, const std::string& path) {
+  constexpr size_t kBound = size_t{1} << 30;
+  std::string bytes;
+  char block[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, block, sizeof block);
+    if (n == 0) return bytes;
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      const int err = errno;
+      throw std::runtime_error("cannot read '" + path + "': " + system_reason(err));
+    }
+    if (bytes.size() + static_cast<size_t>(n) > kBound) {
+      throw std::runtime_error("cannot read '" + path + "': it says it is empty but holds more than " +
+                               std::to_string(kBound) + " bytes");
+    }
+    bytes.append(block, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
 std::string read_file(const std::string& path) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever. The kind
   // of file is checked on the open descriptor, so it cannot change between check and read.
@@ -219,6 +243,9 @@ std::string read_file(const std::string& path) {
   if (!S_ISREG(st.st_mode)) {
     throw std::runtime_error("cannot read '" + path + "': it is " + file_kind(st.st_mode) + ", not a regular file");
   }
+  // A file that says it is empty may still hold text (/proc's and /sys's say 0): read those to
+  // their end, up to a bound, rather than call them empty.
+  if (st.st_size == 0) return read_unsized(fd, path);
   const size_t size = static_cast<size_t>(st.st_size);
   std::string bytes;
   try {
