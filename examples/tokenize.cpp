@@ -38,7 +38,18 @@ struct Args {
 
 std::string read_input(const std::string& file) {
   if (file != "-") return read_file(file);  // names the file in its error
-  std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
+  // Standard input has no size to check first: it is read up to a bound, so that an endless one
+  // (/dev/zero, `yes`) ends in a message instead of all the memory.
+  constexpr size_t kBound = size_t{1} << 28;
+  std::string text;
+  char block[1 << 16];
+  while (std::cin.read(block, sizeof block) || std::cin.gcount() > 0) {
+    text.append(block, static_cast<size_t>(std::cin.gcount()));
+    if (text.size() > kBound) {
+      throw std::runtime_error("standard input holds more than " + std::to_string(kBound) +
+                               " bytes; give a text this large as a file (or to prepare_text)");
+    }
+  }
   if (std::cin.bad()) throw std::runtime_error("cannot read standard input");
   return text;
 }
