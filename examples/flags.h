@@ -133,6 +133,19 @@ inline std::string checked_config_path(std::vector<std::string>& argv) {
   return path;
 }
 
+// The program a configuration written by one of ours names on its first line (kConfigMarker
+// " (run it with PROGRAM --config FILE)"); "" for any other file.
+inline std::string configuration_writer(const std::string& config_path) {
+  if (config_path.empty()) return "";
+  std::ifstream in(config_path);
+  std::string first;
+  std::getline(in, first);
+  const std::string lead = std::string(kConfigMarker) + " (run it with ";
+  if (first.rfind(lead, 0) != 0) return "";
+  const size_t end = first.find(' ', lead.size());
+  return end == std::string::npos ? "" : first.substr(lead.size(), end - lead.size());
+}
+
 // Runs CLI11 over argv, every failure a UsageError that names the flag (and the config file's
 // key and line). False when --version was asked for.
 inline bool parse_command_line(CLI::App& app, const std::vector<std::string>& argv, const std::string& config_path) {
@@ -148,6 +161,12 @@ inline bool parse_command_line(CLI::App& app, const std::vector<std::string>& ar
     throw UsageError(first.rfind('-', 0) == 0 ? "unknown flag " + first + " (see --help)"
                                               : "unexpected argument '" + first + "' (flags start with --; see --help)");
   } catch (const CLI::ParseError& e) {
+    // A configuration another program wrote fails on its first key of that program's: say so.
+    const std::string writer = configuration_writer(config_path);
+    if (!writer.empty() && writer != app.get_name()) {
+      throw UsageError("--config: '" + config_path + "' is " + writer + "'s configuration (its first line says so), not " +
+                       app.get_name() + "'s: " + explain(e.what(), config_path, argv));
+    }
     throw UsageError(explain(e.what(), config_path, argv));
   }
   return true;
