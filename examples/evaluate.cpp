@@ -10,16 +10,19 @@
 // (GPT::quantize_int8), to see what quantization costs in perplexity. A fine-tuning checkpoint
 // comes with its adapters (and its base, when it holds only the adapter).
 // Exit codes: 0 done, 1 error (a file), 2 bad command line.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "attograd/core/format.h"
 #include "attograd/core/threads.h"
 #include "attograd/train/data/text.h"
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/eval_text.h"
 #include "attograd/train/gpt_job.h"
+#include "attograd/train/memory.h"
 #include "quantize_flag.h"
 #include "threads_flag.h"
 #include "tool_main.h"
@@ -60,6 +63,23 @@ int run(const Args& a) {
   if (tokens.size() < 2) {
     throw UsageError("--data: the text is " + std::to_string(tokens.size()) +
                      " token(s) long; scoring needs at least 2 (one to predict from, one to predict)");
+  }
+  // A forward pass over `batch` windows holds their logits (a row of the vocabulary per token)
+  // and a block's activations: estimated before it runs, with the largest --batch that fits.
+  const int64_t windows = static_cast<int64_t>(sliding_windows(static_cast<int64_t>(tokens.size()), window, a.stride).size());
+  const int64_t rows = std::min(a.batch, windows);
+  const double per_window = static_cast<double>(window) * sizeof(float) *
+                            (static_cast<double>(m.vocab) + 16.0 * static_cast<double>(m.d_model) +
+                             2.0 * static_cast<double>(m.n_head) * static_cast<double>(window));
+  const double available = available_memory_bytes() - parameter_count(m) * sizeof(float);
+  if (static_cast<double>(rows) * per_window > available) {
+    const int64_t fits = std::max<int64_t>(0, static_cast<int64_t>(available / per_window));
+    throw UsageError("--batch " + std::to_string(a.batch) + ": " + std::to_string(rows) + " windows of " +
+                     std::to_string(window) + " tokens at once need about " +
+                     format_bytes(static_cast<double>(rows) * per_window) + " (their logits over " +
+                     std::to_string(m.vocab) + " tokens, and activations) but " + format_bytes(std::max(0.0, available)) +
+                     " is available beside the model; " +
+                     (fits > 0 ? "--batch " + std::to_string(fits) + " fits" : "not even one window fits"));
   }
   const TextScore s = sliding_window_perplexity(*loaded.model, tokens, loaded.tokenizer.token_bytes(),
                                                 {.window = window, .stride = a.stride, .batch = a.batch}, Ranks(&comm));
