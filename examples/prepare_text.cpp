@@ -164,6 +164,14 @@ class Staging {
       }
     }
     dir = (fs::path(out) / (".prepare_text-" + std::to_string(::getpid()) + ".partial")).string();
+    // The lock is ours, so any other run's shards' directory here is one a killed run left (kill
+    // -9 runs no destructor): nothing will move it in any more.
+    for (const fs::directory_entry& e : fs::directory_iterator(out)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind(".prepare_text-", 0) == 0 && name.ends_with(".partial") && e.path() != fs::path(dir)) {
+        fs::remove_all(e.path(), ec);
+      }
+    }
     fs::create_directory(dir, ec);
     if (ec) throw std::runtime_error("--out: cannot create '" + dir + "': " + ec.message());
   }
@@ -226,7 +234,16 @@ int run(const Args& a) {
   ShardSeries val(staging.dir, "val", token_bytes, a.shard_tokens);
   ShardSeries train(staging.dir, "train", token_bytes, a.shard_tokens);
   uint64_t val_bytes = 0;
-  // Each token to the validation shards while the first part lasts, then to the training ones.
+  // Each token to the validation shards while the first part lasts, then to the training ones,
+  // in pieces between which a stop request is answered (a small --shard-tokens makes a block of
+  // text thousands of files).
+  const int64_t piece = std::min<int64_t>(a.shard_tokens, 1 << 20);  // a shard, or 1M tokens of a large one
+  const auto write = [&](ShardSeries& series, const int64_t* first, size_t n) {
+    for (size_t at = 0; at < n; at += static_cast<size_t>(piece)) {
+      if (const int signal = stop.load()) throw Interrupted(signal);
+      series.append(first + at, std::min(n - at, static_cast<size_t>(piece)));
+    }
+  };
   const auto route = [&](const std::vector<int64_t>& ids) {
     size_t i = 0;
     if (a.val_tokens >= 0) {
@@ -234,10 +251,10 @@ int run(const Args& a) {
     } else {
       for (; i < ids.size() && val_bytes < val_quota_bytes; ++i) val_bytes += static_cast<uint64_t>(bytes_of[ids[i]]);
     }
-    val.append(ids.data(), i);
+    write(val, ids.data(), i);
     if (i == ids.size()) return;
     val.close();  // the first part is over
-    train.append(ids.data() + i, ids.size() - i);
+    write(train, ids.data() + i, ids.size() - i);
   };
 
   ChunkedEncoder encoder(tokenizer, static_cast<size_t>(a.chunk_bytes));
@@ -338,8 +355,11 @@ int main(int argc, char** argv) {
   app.add_option("--shard-tokens", args.shard_tokens, "tokens per shard at most")
       ->check(integer_in<int64_t>(1, int64_t{1} << 40))
       ->capture_default_str();
-  // For tests: a small block makes many cuts in a small text.
-  app.add_option("--chunk-bytes", args.chunk_bytes)->check(integer_in<int64_t>(1, int64_t{1} << 30))->group("");
+  // Listed with the others: CLI11 leaves a hidden option's name out of its messages.
+  app.add_option("--chunk-bytes", args.chunk_bytes,
+                 "bytes of text read per block (tests use small blocks, to cut a small text many times)")
+      ->check(integer_in<int64_t>(1, int64_t{1} << 30))
+      ->capture_default_str();
   add_threads_flag(app, args.threads, "threads for byte-pair encoding");
   return tool_main(app, argc, argv, [&] {
     try {
