@@ -262,3 +262,70 @@ else
     "the run ended on SIGHUP (exit $rc): nohup's choice was overridden"
 fi
 PROTECT=() MAYCHANGE=()
+
+# Messages that named nothing, and inputs that never ended.
+PREPARE=$work/bin/examples/prepare_text
+PROTECT=() MAYCHANGE=()
+BIN=$PREPARE run usage "--chunk-bytes|nan" "prepare_text --chunk-bytes nan" \
+  --data "$text" --tokenizer byte --out "$G9/p-nan" --chunk-bytes nan
+BIN=$BPE run usage "special token|UTF-8" "train_bpe --special <bytes that are not UTF-8> (refused before training)" \
+  --data "$text" --vocab-size 300 --special $'\xff\xfe' --out "$G9/bad-special.bpe"
+"$BIN" --write-config "$G9/sequence.toml" >/dev/null 2>&1
+BIN=$GPT run usage "sequence.toml|train_sequence's configuration" "train_gpt --config <a configuration train_sequence wrote>" \
+  --config "$G9/sequence.toml"
+BIN=$GPT run ok "" "train_gpt --data /proc/self/status (a file that says it is empty)" \
+  --data /proc/self/status --tokenizer byte --layers 1 --d-model 16 --heads 2 --block-size 16 --steps 1 --eval-every 1 \
+  --eval-windows 1 --batch 2 --quiet --run-name proc
+new_case
+t0=$(now_ns)
+(cd "$case_dir" && ulimit -v $((2 * 1024 * 1024)) && exec timeout 20 "$TOKENIZE" - </dev/zero >out 2>err)
+rc=$?
+ms=$((($(now_ns) - t0) / 1000000))
+classify error "$rc" "standard input|more than" "$case_dir/err" ""
+report "$outcome" "tokenize - </dev/zero (an endless standard input, 2 GiB address space)" "$ms" "${detail[@]}"
+
+# evaluate --batch far above what fits: refused with an estimate and the batch that fits (a model
+# of GPT-2's vocabulary and context, one layer of 16; needs GPT-2's files, as --tokenizer gpt2 does).
+if (cd "$G9" && timeout 60 "$GPT" --data "$root/README.md" --tokenizer gpt2 --layers 1 --d-model 16 --heads 2 \
+  --block-size 1024 --batch 1 --steps 1 --eval-every 1 --eval-windows 1 --quiet --save wide.safetensors \
+  >wide.out 2>wide.err); then
+  BIN=$work/bin/examples/evaluate run usage "--batch 65536|need about|fits" "evaluate --batch 65536 (logits of terabytes)" \
+    --checkpoint "$G9/wide.safetensors" --data "$root/README.md" --stride 1 --batch 65536
+else
+  echo "   (skipped evaluate --batch: no GPT-2 vocabulary here: $(head -c 200 "$G9/wide.err"))"
+fi
+
+# prepare_text: a shards' directory a killed run left is removed by the next run on --out; a
+# SIGTERM is answered between shards, not after a block of thousands.
+mkdir -p "$G9/shards/.prepare_text-999999999.partial"
+printf 'x' >"$G9/shards/.prepare_text-999999999.partial/train_000000.bin"
+BIN=$PREPARE run ok "" "prepare_text on an --out holding a killed run's shards' directory" \
+  --data "$text" --tokenizer byte --out "$G9/shards"
+new_case
+if compgen -G "$G9/shards/.prepare_text-*.partial" >/dev/null; then
+  report DATA-LOSS "the killed run's directory is gone after the next run" 0 "still there: $(ls -a "$G9/shards")"
+else
+  report ok "the killed run's directory is gone after the next run" 0
+fi
+head -c 3000000 /dev/zero | tr '\0' 'x' | fold -w 79 >"$G9/big.txt"
+new_case
+(cd "$case_dir" && exec timeout 30 "$PREPARE" --data "$G9/big.txt" --tokenizer byte --out stopped --shard-tokens 1 \
+  >out 2>err </dev/null) &
+job=$!
+for _ in $(seq 1 400); do
+  [[ $(ls "$case_dir"/stopped/.prepare_text-*.partial 2>/dev/null | head -n 200 | wc -l) -ge 200 ]] && break
+  sleep 0.01
+done
+pid=$(pgrep -n -f "$PREPARE.*--shard-tokens 1" || true)
+t0=$(now_ns)
+[[ -n $pid ]] && kill -TERM "$pid"
+wait "$job"
+rc=$?
+ms=$((($(now_ns) - t0) / 1000000))
+if ((rc == 143 && ms < 5000)) && [[ ! -e $case_dir/stopped ]]; then
+  report ok "prepare_text --shard-tokens 1, SIGTERM while writing: exit 143 at once, --out as it was" "$ms"
+else
+  report UNCLEAR "prepare_text --shard-tokens 1, SIGTERM while writing: exit 143 at once, --out as it was" "$ms" \
+    "exit $rc after $ms ms; --out: $(ls -A "$case_dir/stopped" 2>/dev/null | head -c 200)"
+fi
+PROTECT=() MAYCHANGE=()
