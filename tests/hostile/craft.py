@@ -202,7 +202,7 @@ emit("offsets-hole", "fail", "", "a hole between two tensors",
      small_file({"__metadata__": small_meta,
                  "a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
                  "b": {"dtype": "F32", "shape": [2], "data_offsets": [16, 24]}}, bytes(24)))
-emit("dtype-f16", "fail", "F16", "a tensor of dtype F16",
+emit("dtype-f16", "fail", "embed.weight", "a tensor of dtype F16 (read widened) of another shape",
      small_file({"__metadata__": small_meta,
                  "embed.weight": {"dtype": "F16", "shape": [4], "data_offsets": [0, 8]}}, bytes(8)))
 emit("dtype-missing", "fail", "embed.weight", "a tensor entry without dtype",

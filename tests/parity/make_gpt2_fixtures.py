@@ -9,6 +9,8 @@ with seeded weights that are float32 values, written in every layout attograd im
   hf_f64.safetensors       Hugging Face as published (no prefix, no buffers, no head), float64
   nanogpt_f32.safetensors  nanoGPT's state_dict names, (out, in) weights, lm_head.weight
   llmc_f32.bin             llm.c version 3, the table padded to 128 rows
+  hf_f16.safetensors       Hugging Face as published, in float16 (rounded by PyTorch)
+  hf_bf16.safetensors      the same in bfloat16
   hf_byte_f32.safetensors  another GPT-2 of 256 tokens, context 64, for train_gpt --tokenizer byte
                            (tests/train/gpt2_weights_in_and_out.sh)
 and what PyTorch computes with it, in expect_f32.safetensors and expect_f64.safetensors:
@@ -48,6 +50,8 @@ def main():
 
     write_hf(os.path.join(OUT, "hf_f32.safetensors"), model, torch.float32, prefix=True, buffers=True, head=True)
     write_hf(os.path.join(OUT, "hf_f64.safetensors"), model, torch.float64, prefix=False)
+    write_hf(os.path.join(OUT, "hf_f16.safetensors"), model, torch.float16, prefix=False)
+    write_hf(os.path.join(OUT, "hf_bf16.safetensors"), model, torch.bfloat16, prefix=False)
     write_nanogpt(os.path.join(OUT, "nanogpt_f32.safetensors"), model, torch.float32)
     write_llmc(os.path.join(OUT, "llmc_f32.bin"), model)
 

@@ -381,6 +381,58 @@ BOOST_AUTO_TEST_CASE(bad_files_are_refused_by_name_and_change_nothing) {
   for (size_t i = 0; i < before.size(); ++i) BOOST_TEST(max_abs_diff(before[i], after[i]) == 0.0);
 }
 
+// Half precision, as Hugging Face ships many GPT-2s: the same weights rounded by PyTorch to F16 and
+// BF16 import into float32 within the rounding of their format (half an ulp: 2^-11 of the value
+// for F16, plus its subnormals' step 2^-24; 2^-8 for BF16) of the float64 file's.
+BOOST_AUTO_TEST_CASE(half_precision_files_import_within_their_rounding) {
+  auto exact = imported("hf_f64.safetensors", DType::f64);
+  struct Half {
+    const char* file;
+    double relative, absolute;
+  };
+  for (const Half& h : {Half{"hf_f16.safetensors", std::ldexp(1.0, -11), std::ldexp(1.0, -24)},
+                        Half{"hf_bf16.safetensors", std::ldexp(1.0, -8), 0.0}}) {
+    BOOST_TEST_CONTEXT(h.file) {
+      GPTWeightsLayout layout{};
+      auto half = imported(h.file, DType::f32, fixture_options(), &layout);
+      BOOST_TEST(gpt_weights_layout_name(layout) == std::string("Hugging Face"));
+      const auto want = exact->named_parameters();
+      const auto got = half->named_parameters();
+      BOOST_REQUIRE(want.size() == got.size());
+      int64_t rounded = 0, total = 0;
+      for (size_t i = 0; i < want.size(); ++i) {
+        const Tensor r = want[i].second.value().reshape({-1});
+        const Tensor g = got[i].second.value().to(DType::f64).reshape({-1});
+        for (int64_t j = 0; j < r.numel(); ++j) {
+          const double a = g.at({j}), b = r.at({j});
+          if (std::abs(a - b) > h.relative * std::abs(b) + h.absolute) {
+            BOOST_ERROR(want[i].first << "[" << j << "]: " << a << " against " << b);
+            break;
+          }
+          rounded += a != b;
+          ++total;
+        }
+      }
+      BOOST_TEST(rounded > total / 2);  // the file was rounded: a test of the conversion, not a copy
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(half_values_widen_exactly) {
+  BOOST_TEST(f16_to_float(0x3C00) == 1.0f);
+  BOOST_TEST(f16_to_float(0xC000) == -2.0f);
+  BOOST_TEST(f16_to_float(0x7BFF) == 65504.0f);                // the largest
+  BOOST_TEST(f16_to_float(0x0400) == std::ldexp(1.0f, -14));   // the smallest normal
+  BOOST_TEST(f16_to_float(0x0001) == std::ldexp(1.0f, -24));   // the smallest subnormal
+  BOOST_TEST(f16_to_float(0x03FF) == std::ldexp(1023.0f, -24));  // the largest subnormal
+  BOOST_TEST(std::signbit(f16_to_float(0x8000)));
+  BOOST_TEST(f16_to_float(0x7C00) == std::numeric_limits<float>::infinity());
+  BOOST_TEST(std::isnan(f16_to_float(0x7E00)));
+  BOOST_TEST(bf16_to_float(0x3F80) == 1.0f);
+  BOOST_TEST(bf16_to_float(0xC2F7) == -123.5f);
+  BOOST_TEST(bf16_to_float(0xFF80) == -std::numeric_limits<float>::infinity());
+}
+
 // An attograd checkpoint is the fourth layout: the fine-tuned model's own file, checked against
 // its options and checksums.
 BOOST_AUTO_TEST_CASE(an_attograd_checkpoint_is_read_and_checked) {

@@ -19,13 +19,16 @@ from torch import nn
 
 def save_safetensors(path, tensors, metadata):
     """tensors: list of (name, tensor) in file order; metadata: dict of str -> str."""
-    codes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64"}
+    codes = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.float16: "F16", torch.bfloat16: "BF16"}
     header = {"__metadata__": metadata}
     blobs = []
     offset = 0
     for name, t in tensors:
         t = t.detach().contiguous().cpu()
-        data = t.numpy().astype(t.numpy().dtype.newbyteorder("<"), copy=False).tobytes()
+        if t.dtype == torch.bfloat16:  # numpy has no bfloat16: its bits, as 16-bit integers
+            data = t.view(torch.int16).numpy().astype("<i2", copy=False).tobytes()
+        else:
+            data = t.numpy().astype(t.numpy().dtype.newbyteorder("<"), copy=False).tobytes()
         header[name] = {"dtype": codes[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)

@@ -239,9 +239,25 @@ BOOST_AUTO_TEST_CASE(bad_json) {
 }
 
 BOOST_AUTO_TEST_CASE(unknown_dtype) {
-  expect_rejected(craft(R"({"x":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})", kTwoFloats),
-                  {"tensor 'x'", "unsupported dtype 'BF16'"});
+  expect_rejected(craft(R"({"x":{"dtype":"F8_E4M3","shape":[8],"data_offsets":[0,8]}})", kTwoFloats),
+                  {"tensor 'x'", "unsupported dtype 'F8_E4M3'"});
   expect_rejected(craft(R"({"x":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", kTwoFloats), {"tensor 'x'", "dtype"});
+}
+
+// Half precision is read, widened to f32 exactly: the bytes of 1.0f and 2.0f are, as four
+// little-endian BF16 values, 0, 1, 0, 2 (a float's high half is its bfloat16); as F16, four others.
+BOOST_AUTO_TEST_CASE(half_precision_tensors_are_widened_to_f32) {
+  const SafetensorsFile b = parse_safetensors(craft(R"({"x":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]}})", kTwoFloats), "bf16");
+  BOOST_TEST((b.find("x")->dtype == SafetensorsDType::BF16));
+  BOOST_TEST((b.find("x")->tensor.dtype() == DType::f32));
+  BOOST_TEST(b.find("x")->tensor.shape() == Shape({2, 2}));
+  BOOST_TEST(b.find("x")->tensor.reshape({-1}).to_vector() == (std::vector<double>{0, 1, 0, 2}), boost::test_tools::per_element());
+  // 0x3C00 0x4000 0x7BFF 0x0001: 1, 2, the largest F16 and its smallest subnormal.
+  const std::string halves("\x00\x3C\x00\x40\xFF\x7B\x01\x00", 8);
+  const SafetensorsFile h = parse_safetensors(craft(R"({"x":{"dtype":"F16","shape":[4],"data_offsets":[0,8]}})", halves), "f16");
+  BOOST_TEST(h.find("x")->tensor.to_vector() == (std::vector<double>{1, 2, 65504, std::ldexp(1.0, -24)}),
+             boost::test_tools::per_element());
+  expect_rejected(craft(R"({"x":{"dtype":"F16","shape":[3],"data_offsets":[0,8]}})", kTwoFloats), {"tensor 'x'"});
 }
 
 BOOST_AUTO_TEST_CASE(shape_and_offsets_disagree) {

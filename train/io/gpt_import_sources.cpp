@@ -23,6 +23,18 @@ namespace ag::gpt_import {
 
 namespace {
 
+// The stored halves, as the types transpose_columns and convert read: each widens to a float.
+struct F16 {
+  uint16_t bits;
+  explicit operator float() const { return f16_to_float(bits); }
+  explicit operator double() const { return f16_to_float(bits); }
+};
+struct BF16 {
+  uint16_t bits;
+  explicit operator float() const { return bf16_to_float(bits); }
+  explicit operator double() const { return bf16_to_float(bits); }
+};
+
 // n values of type From at `in` into To at `out`.
 template <typename From, typename To>
 void convert(const void* in, To* out, int64_t n) {
@@ -30,10 +42,22 @@ void convert(const void* in, To* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(src[i]);
 }
 
+// Calls f with a value of the C++ type the stored dtype is read as (F32, F64, F16, BF16).
+template <typename F>
+void with_stored_type(SafetensorsDType dtype, F&& f) {
+  switch (dtype) {
+    case SafetensorsDType::F32: f(float{}); return;
+    case SafetensorsDType::F64: f(double{}); return;
+    case SafetensorsDType::F16: f(F16{}); return;
+    case SafetensorsDType::BF16: f(BF16{}); return;
+    case SafetensorsDType::I64: break;  // refused before any source is made
+  }
+  throw std::logic_error("GPT import: a source of dtype I64");
+}
+
 template <typename To>
 void convert_any(SafetensorsDType from, const void* in, To* out, int64_t n) {
-  if (from == SafetensorsDType::F32) convert<float>(in, out, n);
-  else convert<double>(in, out, n);
+  with_stored_type(from, [&]<typename From>(From) { convert<From>(in, out, n); });
 }
 
 // dst (out, in) = columns [first, first + out) of src (in, n), transposed, in tiles of 32 x 32:
@@ -76,23 +100,24 @@ void check_values(const FileReader& file, const std::vector<Source>& sources) {
     for (uint64_t at = 0; at < total; at += kPiece) {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(kPiece, total - at));
       file.read(s.offset + begin + at, piece.data(), n);
-      for (size_t i = 0; i < n / elem; ++i) {
-        double v = 0;
-        if (s.dtype == SafetensorsDType::F32) {
-          float f;
-          std::memcpy(&f, piece.data() + i * elem, sizeof f);
-          v = f;
-        } else {
-          std::memcpy(&v, piece.data() + i * elem, sizeof v);
+      // The first value outside the bound, if any, as a double.
+      int64_t bad = -1;
+      double v = 0;
+      with_stored_type(s.dtype, [&]<typename From>(From) {
+        for (size_t i = 0; i < n / elem && bad < 0; ++i) {
+          From stored;
+          std::memcpy(&stored, piece.data() + i * elem, sizeof stored);
+          v = static_cast<double>(stored);
+          if (!std::isfinite(v) || std::abs(v) > kMaxParameterMagnitude) bad = static_cast<int64_t>(i);
         }
-        if (std::isfinite(v) && std::abs(v) <= kMaxParameterMagnitude) continue;
-        std::ostringstream value;
-        value << v;
-        fail(file.path(), "tensor '" + s.name + "' holds " + value.str() + " at element " +
-                              std::to_string((begin + at) / elem + i) +
-                              " (weights must be finite and within " + format_number(kMaxParameterMagnitude) +
-                              "); nothing was read");
-      }
+      });
+      if (bad < 0) continue;
+      std::ostringstream value;
+      value << v;
+      fail(file.path(), "tensor '" + s.name + "' holds " + value.str() + " at element " +
+                            std::to_string((begin + at) / elem + static_cast<uint64_t>(bad)) +
+                            " (weights must be finite and within " + format_number(kMaxParameterMagnitude) +
+                            "); nothing was read");
     }
   }
 }
@@ -118,11 +143,9 @@ void read_sources(const FileReader& file, const std::vector<Source>& sources, st
       }
       const int64_t in = s.stored[0], n = s.stored[1], out = value.shape()[0];
       dispatch(value.dtype(), [&]<typename T>(T) {
-        if (s.dtype == SafetensorsDType::F32) {
-          transpose_columns(reinterpret_cast<const float*>(scratch.data()), in, n, s.first, value.data<T>(), out);
-        } else {
-          transpose_columns(reinterpret_cast<const double*>(scratch.data()), in, n, s.first, value.data<T>(), out);
-        }
+        with_stored_type(s.dtype, [&]<typename From>(From) {
+          transpose_columns(reinterpret_cast<const From*>(scratch.data()), in, n, s.first, value.data<T>(), out);
+        });
       });
       continue;
     }

@@ -36,12 +36,58 @@ OrderedJson shape_json(const Shape& shape) {
 
 }  // namespace
 
-constexpr Named<SafetensorsDType> kDTypeNames[] = {
-    {SafetensorsDType::F32, "F32"}, {SafetensorsDType::F64, "F64"}, {SafetensorsDType::I64, "I64"}};
+constexpr Named<SafetensorsDType> kDTypeNames[] = {{SafetensorsDType::F32, "F32"},
+                                                   {SafetensorsDType::F64, "F64"},
+                                                   {SafetensorsDType::I64, "I64"},
+                                                   {SafetensorsDType::F16, "F16"},
+                                                   {SafetensorsDType::BF16, "BF16"}};
 
 const char* safetensors_dtype_name(SafetensorsDType dtype) { return name_of(kDTypeNames, dtype); }
 
-size_t safetensors_element_size(SafetensorsDType dtype) { return dtype == SafetensorsDType::F32 ? 4 : 8; }
+size_t safetensors_element_size(SafetensorsDType dtype) {
+  switch (dtype) {
+    case SafetensorsDType::F16:
+    case SafetensorsDType::BF16: return 2;
+    case SafetensorsDType::F32: return 4;
+    case SafetensorsDType::F64:
+    case SafetensorsDType::I64: return 8;
+  }
+  return 8;
+}
+
+float f16_to_float(uint16_t bits) {
+  // IEEE 754 binary16: 1 sign bit, 5 exponent bits (bias 15), 10 mantissa bits.
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+  const uint32_t exponent = (bits >> 10) & 0x1Fu;
+  uint32_t mantissa = bits & 0x3FFu;
+  uint32_t out = 0;
+  if (exponent == 0x1F) {
+    out = sign | 0x7F800000u | (mantissa << 13);  // infinity or NaN
+  } else if (exponent != 0) {
+    out = sign | ((exponent + 112) << 23) | (mantissa << 13);  // normal: rebias 15 -> 127
+  } else if (mantissa == 0) {
+    out = sign;  // zero
+  } else {
+    // Subnormal: shift the mantissa up until its leading 1 is the implicit bit.
+    int e = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --e;
+    }
+    out = sign | (static_cast<uint32_t>(e) << 23) | ((mantissa & 0x3FFu) << 13);
+  }
+  float f;
+  std::memcpy(&f, &out, sizeof f);
+  return f;
+}
+
+float bf16_to_float(uint16_t bits) {
+  // bfloat16 is the top half of a float32.
+  const uint32_t out = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &out, sizeof f);
+  return f;
+}
 
 void SafetensorsFile::add(const std::string& name, const Tensor& tensor) {
   check_new_name(*this, name);

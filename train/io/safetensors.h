@@ -40,10 +40,16 @@
 
 namespace ag {
 
-enum class SafetensorsDType { F32, F64, I64 };
-const char* safetensors_dtype_name(SafetensorsDType dtype);  // "F32", "F64", "I64"
-// Bytes of one element: 4 for F32, 8 for F64 and I64.
+// F16 and BF16 (half precision, as Hugging Face ships many models) are read, never written: a
+// file's tensor in either becomes an f32 Tensor as it is loaded (exactly: every half value is a
+// float value), and the GPT import widens them as it reads (train/io/gpt_weights.h).
+enum class SafetensorsDType { F32, F64, I64, F16, BF16 };
+const char* safetensors_dtype_name(SafetensorsDType dtype);  // "F32", "F64", "I64", "F16", "BF16"
+// Bytes of one element: 2 for F16 and BF16, 4 for F32, 8 for F64 and I64.
 size_t safetensors_element_size(SafetensorsDType dtype);
+// One half-precision value (its bits, little-endian as stored) as a float, exactly.
+float f16_to_float(uint16_t bits);
+float bf16_to_float(uint16_t bits);
 
 // One named tensor. Floating data lives in `tensor`, integer data in `indices`; the other is
 // left empty.

@@ -58,7 +58,9 @@ HeaderEntry parse_entry(const std::string& path, const std::string& name, const 
   if (d == "F32") entry.dtype = SafetensorsDType::F32;
   else if (d == "F64") entry.dtype = SafetensorsDType::F64;
   else if (d == "I64") entry.dtype = SafetensorsDType::I64;
-  else safetensors_corrupt(path, where + "unsupported dtype '" + d + "' (attograd reads F32, F64 and I64)");
+  else if (d == "F16") entry.dtype = SafetensorsDType::F16;
+  else if (d == "BF16") entry.dtype = SafetensorsDType::BF16;
+  else safetensors_corrupt(path, where + "unsupported dtype '" + d + "' (attograd reads F32, F64, F16, BF16 and I64)");
 
   if (!shape->is_array()) safetensors_corrupt(path, where + "shape " + shape->dump() + " is not an array");
   uint64_t numel = 1;
@@ -286,6 +288,16 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
       e.indices.shape = Shape(r.dims);
       e.indices.data.resize(n / 8);
       if (n > 0) std::memcpy(e.indices.data.data(), data + r.begin, n);
+    } else if (e.dtype == SafetensorsDType::F16 || e.dtype == SafetensorsDType::BF16) {
+      // Widened to f32 as it is read: exact, every half value is a float value.
+      e.tensor = Tensor(Shape(r.dims), DType::f32, "load_safetensors");
+      float* out = e.tensor.data<float>();
+      const auto widen = e.dtype == SafetensorsDType::F16 ? f16_to_float : bf16_to_float;
+      for (size_t i = 0; i < n / 2; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, data + r.begin + 2 * i, 2);
+        out[i] = widen(bits);
+      }
     } else {
       e.tensor = Tensor(Shape(r.dims), e.dtype == SafetensorsDType::F32 ? DType::f32 : DType::f64, "load_safetensors");
       if (n > 0) std::memcpy(e.tensor.raw_data(), data + r.begin, n);
