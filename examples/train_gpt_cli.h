@@ -111,6 +111,50 @@ struct TrainGPTArgs : TrainingArgs {
            "checkpoints hold only the trained parameters (and the base's path and checksum): needs --init-from");
   }
 
+  // --init-from DIR, a Hugging Face GPT-2 directory: its config.json decides the model's shape
+  // (a flag that says otherwise is refused, naming both), and model.safetensors is the file read.
+  void from_hf_directory(const CommandLine& line) {
+    namespace fs = std::filesystem;
+    const fs::path dir(finetune.init_from);
+    const std::string weights = (dir / "model.safetensors").string(), config = (dir / "config.json").string();
+    std::error_code ec;
+    if (!fs::is_regular_file(weights, ec)) {
+      throw UsageError("--init-from: the directory '" + dir.string() + "' holds no model.safetensors (a Hugging Face "
+                       "GPT-2 directory holds model.safetensors and config.json)");
+    }
+    finetune.init_from = weights;
+    if (!fs::is_regular_file(config, ec)) return;  // the flags or --preset describe the model, as for a file
+    GPTOptions c;
+    try {
+      c = gpt_options_from_hf_config(config);
+    } catch (const std::runtime_error& e) {
+      throw UsageError(std::string("--init-from: ") + e.what());
+    }
+    const auto agree = [&](const char* flag, int64_t given, int64_t file, const char* key) {
+      if (line.given(flag) && given != file) {
+        throw UsageError(std::string(flag) + " " + std::to_string(given) + " contradicts " + config + ": its " + key + " is " +
+                         std::to_string(file));
+      }
+    };
+    agree("--layers", model.n_layers, c.n_layers, "n_layer");
+    agree("--heads", model.n_head, c.n_head, "n_head");
+    agree("--d-model", model.d_model, c.d_model, "n_embd");
+    if (line.given("--block-size") && model.block_size > c.block_size) {
+      throw UsageError("--block-size " + std::to_string(model.block_size) + " contradicts " + config + ": its n_positions is " +
+                       std::to_string(c.block_size) + " (a shorter context takes the first positions; a longer one has none)");
+    }
+    if (!activation.empty() && model.activation != c.activation) {
+      throw UsageError("--activation " + activation + " contradicts " + config + ": its activation_function is " +
+                       activation_name(c.activation));
+    }
+    if (line.given("--bias") && !model.bias) throw UsageError("--no-bias contradicts " + config + ": GPT-2 has biases");
+    model.n_layers = c.n_layers, model.n_head = c.n_head, model.d_model = c.d_model, model.activation = c.activation;
+    model.bias = true;
+    if (!line.given("--block-size")) model.block_size = c.block_size;
+    // GPT-2's vocabulary, unless the user names the tokenizer of their model.
+    if (!line.given("--tokenizer") && c.vocab == 50257) tokenizer = "gpt2";
+  }
+
   void finish(const CommandLine& line) {
     job.seed = seed;
     if (!preset.empty()) {
@@ -126,6 +170,7 @@ struct TrainGPTArgs : TrainingArgs {
       if (!line.given("--tokenizer")) tokenizer = "gpt2";
     }
     if (!activation.empty()) model.activation = line.choice("--activation", parse_activation, activation);
+    if (!finetune.init_from.empty() && std::filesystem::is_directory(finetune.init_from)) from_hf_directory(line);
     for (const std::string& source : data) {
       if (!is_corpus_name(source)) inputs.push_back({"--data", source});
     }

@@ -76,6 +76,54 @@ refused "a missing file" "missing.bin" \
 want=2 refused "--preset gpt2 with the byte tokenizer" "50257" \
   "$build/examples/train_gpt" --preset gpt2 --tokenizer byte "${run[@]}"
 
+# A Hugging Face directory: config.json decides the shape (no model flag given), a flag that says
+# otherwise is refused naming both, and the weights may be half precision (F16 and BF16 copies of
+# the export, rounded to nearest even by Python's own conversions).
+run_dir=(--tokenizer byte --dropout 0 "${run[@]}")
+check "train_gpt --init-from a Hugging Face directory, its shape from config.json" \
+  "$build/examples/train_gpt" "${run_dir[@]}" --init-from hf --save from-dir.safetensors
+grep -q "model  GPT 2 layers, 4 heads, d_model 32, context 64" out.txt || fail "config.json did not decide the shape: $(grep model out.txt)"
+rm -rf runs
+want=2 refused "--layers 3 against config.json's n_layer 2" "--layers 3 contradicts" \
+  "$build/examples/train_gpt" "${run_dir[@]}" --layers 3 --init-from hf
+want=2 refused "--activation gelu against config.json's gelu_new" "--activation gelu contradicts" \
+  "$build/examples/train_gpt" "${run_dir[@]}" --activation gelu --init-from hf
+mkdir -p empty-dir
+want=2 refused "a directory without model.safetensors" "holds no model.safetensors" \
+  "$build/examples/train_gpt" "${run_dir[@]}" --init-from empty-dir
+for half in F16 BF16; do
+  mkdir -p "hf-$half" && cp hf/config.json "hf-$half/"
+  /usr/bin/python3 - hf/model.safetensors "hf-$half/model.safetensors" "$half" <<'PY'
+import json, struct, sys
+src, dst, dtype = sys.argv[1], sys.argv[2], sys.argv[3]
+blob = open(src, "rb").read()
+(n,) = struct.unpack("<Q", blob[:8])
+header = json.loads(blob[8:8 + n])
+data = blob[8 + n:]
+out, at = bytearray(), 0
+for name, e in header.items():
+    if name == "__metadata__":
+        continue
+    begin, end = e["data_offsets"]
+    values = struct.unpack("<%df" % ((end - begin) // 4), data[begin:end])
+    if dtype == "F16":
+        piece = struct.pack("<%de" % len(values), *values)
+    else:  # bfloat16: a float's high half, rounded to nearest even
+        bits = struct.unpack("<%dI" % len(values), data[begin:end])
+        piece = struct.pack("<%dH" % len(values), *(((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF for b in bits))
+    e.update(dtype=dtype, data_offsets=[at, at + len(piece)])
+    out += piece
+    at += len(piece)
+header.pop("__metadata__", None)
+text = json.dumps(header).encode()
+open(dst, "wb").write(struct.pack("<Q", len(text)) + text + bytes(out))
+PY
+  check "train_gpt --init-from a Hugging Face directory in $half" \
+    "$build/examples/train_gpt" "${run_dir[@]}" --init-from "hf-$half" --save "from-$half.safetensors"
+  grep -q "Hugging Face weights from hf-$half/model.safetensors" out.txt || fail "$half: the import is not reported: $(cat out.txt)"
+  rm -rf runs
+done
+
 check "train_gpt with the exact GELU" "$build/examples/train_gpt" "${shape[@]}" --d-model 32 --activation gelu "${run[@]}" --save exact.safetensors
 rm -rf runs
 refused "llm.c cannot express the exact GELU" "gelu_tanh" \

@@ -3,6 +3,7 @@
 // then is anything read (gpt_import_sources.cpp). This file: the layouts kept in safetensors
 // files, and telling the layouts apart; llm.c's is gpt_import_llmc.cpp.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/gpt_import_internal.h"
+#include "attograd/train/io/json_text.h"
 #include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
 
@@ -71,7 +73,7 @@ Mapping map_gpt2_name(const std::string& param, const Shape& shape, bool conv1d,
 
 void check_dtype(const std::string& path, const SafetensorsTensorInfo& t) {
   if (t.dtype == SafetensorsDType::I64) {
-    fail(path, "tensor '" + t.name + "' holds integers (I64); weights must be F32 or F64");
+    fail(path, "tensor '" + t.name + "' holds integers (I64); weights must be F32, F64, F16 or BF16");
   }
 }
 
@@ -228,6 +230,65 @@ GPTWeightsLayout gpt_weights_layout(const std::string& path) {
   }
   fail(path, "holds none of GPT-2's tensors (no 'wte.weight' nor 'transformer.wte.weight', nor attograd's "
              "'embed.weight'); its tensors begin " + first_names(index) + ": another architecture?");
+}
+
+GPTOptions gpt_options_from_hf_config(const std::string& path) {
+  Json config;
+  try {
+    config = parse_json(read_file(path));
+  } catch (const JsonError& e) {
+    throw std::runtime_error("Hugging Face config '" + path + "': not JSON: " + e.what());
+  }
+  const auto bad = [&](const std::string& what) -> std::runtime_error {
+    return std::runtime_error("Hugging Face config '" + path + "': " + what);
+  };
+  if (!config.is_object()) throw bad("not a JSON object");
+  const auto integer = [&](std::initializer_list<const char*> keys, int64_t low, int64_t high) {
+    for (const char* key : keys) {
+      const auto it = config.find(key);
+      if (it == config.end() || it->is_null()) continue;
+      if (!it->is_number_integer() || it->get<int64_t>() < low || it->get<int64_t>() > high) {
+        throw bad(std::string("\"") + key + "\" is " + it->dump() + ", not a whole number in [" + std::to_string(low) + ", " +
+                  std::to_string(high) + "]");
+      }
+      return it->get<int64_t>();
+    }
+    throw bad(std::string("has no \"") + *keys.begin() + "\": a GPT-2 config has n_layer, n_head, n_embd, n_positions "
+              "and vocab_size");
+  };
+  if (const auto type = config.find("model_type"); type != config.end() && *type != "gpt2") {
+    throw bad("model_type is " + type->dump() + ", not \"gpt2\": another architecture");
+  }
+  GPTOptions o;
+  o.n_layers = integer({"n_layer"}, 1, GPTLimits::n_layers);
+  o.n_head = integer({"n_head"}, 1, GPTLimits::n_head);
+  o.d_model = integer({"n_embd"}, 1, GPTLimits::d_model);
+  o.block_size = integer({"n_positions", "n_ctx"}, 1, GPTLimits::block_size);
+  o.vocab = integer({"vocab_size"}, 1, GPTLimits::vocab);
+  o.bias = true;
+  o.activation = Activation::gelu_tanh;  // GPT-2's, and transformers' default
+  if (const auto act = config.find("activation_function"); act != config.end()) {
+    const std::string a = act->is_string() ? act->get<std::string>() : act->dump();
+    if (a == "gelu_new" || a == "gelu_pytorch_tanh" || a == "gelu_fast") o.activation = Activation::gelu_tanh;
+    else if (a == "gelu") o.activation = Activation::gelu;
+    else if (a == "relu") o.activation = Activation::relu;
+    else throw bad("activation_function \"" + a + "\" is none of gelu_new, gelu_pytorch_tanh, gelu, relu");
+  }
+  if (const auto eps = config.find("layer_norm_epsilon"); eps != config.end() && eps->is_number() &&
+                                                          std::abs(eps->get<double>() - 1e-5) > 1e-12) {
+    throw bad("layer_norm_epsilon is " + eps->dump() + "; this GPT's LayerNorm uses 1e-5");
+  }
+  if (const auto inner = config.find("n_inner"); inner != config.end() && !inner->is_null() &&
+                                                   !(inner->is_number_integer() && inner->get<int64_t>() == 4 * o.d_model)) {
+    throw bad("n_inner is " + inner->dump() + "; this GPT's MLP is 4 n_embd = " + std::to_string(4 * o.d_model) + " wide");
+  }
+  if (const auto tied = config.find("tie_word_embeddings"); tied != config.end() && *tied == false) {
+    throw bad("tie_word_embeddings is false; this GPT ties its head to the token embedding");
+  }
+  if (o.d_model % o.n_head != 0) {
+    throw bad("n_head " + std::to_string(o.n_head) + " does not divide n_embd " + std::to_string(o.d_model));
+  }
+  return o;
 }
 
 GPTWeightsLayout read_gpt_weights(GPT& model, const std::string& path) {

@@ -82,4 +82,11 @@ const char* gpt_export_format_name(GPTExportFormat format);
 // the model, std::runtime_error for I/O, both before anything is written.
 void write_gpt_weights(GPT& model, GPTExportFormat format, const std::string& out);
 
+// A Hugging Face GPT-2 directory's config.json, as the model it describes: n_layer, n_head,
+// n_embd, n_positions (or n_ctx), vocab_size, activation_function ("gelu_new" and its aliases
+// are the tanh GELU, "gelu" the exact one, "relu"), with biases; a layer_norm_epsilon other than
+// 1e-5, an n_inner other than 4 n_embd, or an untied head are refused, since this GPT cannot
+// express them. std::runtime_error naming the file and the key.
+GPTOptions gpt_options_from_hf_config(const std::string& config_path);
+
 }  // namespace ag
