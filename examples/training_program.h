@@ -95,6 +95,7 @@ struct TrainingArgs {
   std::string usage;                           // --help's text or --version's line: print it and stop
   std::vector<InputFile> inputs;               // what the run reads: never one of its outputs
   const ProgramInfo* program = nullptr;        // the program's Args::kInfo
+  int64_t extend_to = 0;  // --steps with --resume: the run's new budget (0: the checkpoint's)
   bool overwrite = false, quiet = false;
 };
 
@@ -237,7 +238,10 @@ Args parse_training_args(std::vector<std::string> argv) {
   }
   a.config_text = detail::configuration_text(app.config_to_str(/*default_also=*/true, /*write_description=*/true),
                                              Args::kInfo.name);
+  // --steps with --resume extends a run: the one setting of its trajectory a user may move.
+  if (line.resuming && line.given("--steps")) a.extend_to = t.steps;
   for (const std::string& flag : f.from_checkpoint()) {
+    if (flag == "--steps") continue;
     if (line.resuming && line.given(flag.c_str())) {
       throw UsageError(flag + " cannot be combined with --resume: the checkpoint holds the run's " +
                        Args::kInfo.holds + " and optimizer settings");
@@ -307,6 +311,15 @@ class TrainingRun {
     if (!args.resume_path.empty()) require_model_kind(ck_.emplace(Checkpoint::open(args.resume_path)), kind);
     // A resumed run's trajectory comes from the checkpoint; only what observes it from the flags.
     trainer = ck_ ? resumed_trainer_options(*ck_, args.trainer) : args.trainer;
+    if (ck_ && args.extend_to > 0) {
+      // A longer budget continues the run: its schedule now ends at the new last step.
+      if (args.extend_to <= trainer.steps) {
+        throw UsageError("--steps " + std::to_string(args.extend_to) + " with --resume extends the run, so it must be " +
+                         "above the checkpoint's budget of " + std::to_string(trainer.steps) +
+                         " steps (to stop a run earlier, Ctrl-C it: it saves where it stops)");
+      }
+      trainer.steps = args.extend_to;
+    }
     trainer.communicator = &comm_;
     trainer.identity = configuration_identity(args.config_text);  // compared across ranks
   }

@@ -37,7 +37,10 @@
 // job's entries (its model options, task or data), "trainer" (the options below that shape the
 // trajectory) and "loop" (the metrics window, the clock, the starting loss). resume() restores
 // all of it, so that on the same thread count the updates after a resume are bit for bit those
-// of the uninterrupted run.
+// of the uninterrupted run. A resumed run may have a larger `steps` than its checkpoint, and no
+// other trajectory option may differ: it extends the run, whose schedule (warm-up, then decay
+// to min_lr) then ends at the new last step. With the constant schedule an extended run is bit
+// for bit the run that had the larger budget from the start.
 //
 // Frozen parameters (requires_grad false: a fine-tuning run's base, train/finetune.h) are saved
 // and compared like the others but never reach the optimizer, the gradient average or clipping:

@@ -97,8 +97,11 @@ void Trainer::resume(const Checkpoint& ck) {
     }
     require_same("'" + key + "' entry", ck.entry(key), ours);
   }
-  const TrainerOptions file_options =
+  TrainerOptions file_options =
       parse_entry(ck, "trainer", [&](const std::string& s) { return trainer_options_from_json(s, options_); });
+  // A run may go on past its budget (train/trainer.h): a larger step count is the one difference
+  // allowed, and its schedule then ends at the new last step.
+  if (options_.steps > file_options.steps) file_options.steps = options_.steps;
   require_same("trainer configuration", trainer_options_to_json(file_options), trainer_options_to_json(options_));
   const LoopState loop = checked_loop_state(ck, options_);  // the loop entry, parsed and checked once
 

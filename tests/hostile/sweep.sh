@@ -377,7 +377,7 @@ u "--shift-k|--length" "--task shift --shift-k 16 (= --length)" --task shift --s
 u "--shift-k" "--task shift --shift-k 0" --task shift --shift-k 0
 u "--d-model|--resume" "--resume with --d-model" --resume "$CK" --d-model 32
 u "--lr|--resume" "--resume with --lr" --resume "$CK" --lr 0.1
-u "--steps|--resume" "--resume with --steps" --resume "$CK" --steps 5
+u "--steps 5|--resume|budget of 20" "--resume with --steps 5, below the checkpoint's budget" --resume "$CK" --steps 5
 u "--seed|--resume" "--resume with --seed" --resume "$CK" --seed 1
 u "--post-norm|--resume" "--resume with --post-norm" --resume "$CK" --post-norm
 u "--task|--resume" "--resume with --task" --resume "$CK" --task sort

@@ -486,11 +486,18 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_text_or_configuration) {
                        "'data'", ours, theirs);
   BOOST_TEST(parameter_values(*on_other.model) == before, boost::test_tools::per_element());
   BOOST_TEST(on_other.trainer->step() == 0);
+  // A shorter budget is another trajectory; a longer one extends the run (train/trainer.h).
+  TrainerOptions shorter = o;
+  shorter.steps = 8;
+  Run different(shorter);
+  AG_CHECK_THROWS_WITH(different.trainer->resume(dir.file("ckpt.safetensors")), std::runtime_error, "trainer",
+                       "\"steps\":10", "\"steps\":8");
   TrainerOptions longer = o;
   longer.steps = 20;
-  Run different(longer);
-  AG_CHECK_THROWS_WITH(different.trainer->resume(dir.file("ckpt.safetensors")), std::runtime_error, "trainer",
-                       "\"steps\":10", "\"steps\":20");
+  Run extended(longer);
+  extended.trainer->resume(dir.file("ckpt.safetensors"));
+  BOOST_TEST(extended.trainer->step() == checkpoint_step(Checkpoint::open(dir.file("ckpt.safetensors"))));
+  BOOST_TEST(extended.trainer->options().steps == 20);
   // Another optimizer is another trajectory.
   Run sgd(tiny_options(10, OptimizerKind::sgd));
   AG_CHECK_THROWS_WITH(sgd.trainer->resume(dir.file("ckpt.safetensors")), std::runtime_error, "trainer",

@@ -154,7 +154,10 @@ BOOST_AUTO_TEST_CASE(resume_takes_the_run_from_the_checkpoint) {
   const TrainSequenceArgs a = parse({"--resume", "ckpt.safetensors", "--eval-every", "7", "--threads", "2"});
   BOOST_TEST(a.resume_path == "ckpt.safetensors");
   BOOST_TEST(a.trainer.eval_every == 7);
-  for (const char* flag : {"--lr", "--task", "--d-model", "--steps", "--seed", "--batch", "--dropout"}) {
+  // --steps is the one trajectory flag a resumed run takes: a budget to extend the run to.
+  BOOST_TEST(parse({"--resume", "ckpt.safetensors", "--steps", "500"}).extend_to == 500);
+  BOOST_TEST(parse({"--resume", "ckpt.safetensors"}).extend_to == 0);
+  for (const char* flag : {"--lr", "--task", "--d-model", "--seed", "--batch", "--dropout"}) {
     const std::vector<std::string> args = {"--resume", "ckpt.safetensors", flag,
                                            std::string(flag) == "--task"      ? "sort"
                                            : std::string(flag) == "--dropout" ? "0.5"
