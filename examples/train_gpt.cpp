@@ -12,6 +12,8 @@
 // Its checkpoint, metrics log, plot and configuration go to runs/train_gpt/<text>/<n>/ unless
 // --save / --log / --plot say otherwise; a text too short for the context is a usage error (exit 2). What every
 // training program shares is in training_program.h.
+#include <cctype>
+#include <cstdlib>
 #include <optional>
 
 #include "attograd/core/skip_init.h"
@@ -85,6 +87,27 @@ std::string describe_files(const std::vector<ShardInfo>& files) {
          std::to_string(tokens) + " tokens";
 }
 
+// A message about "byte offset N" of the joined text, with N told as the source holding it and
+// the offset in that source (read_corpus_sources puts a newline after a text that lacks one).
+std::string in_sources(const std::string& message, const Corpus& corpus, const std::vector<std::string>& sources) {
+  const std::string key = "at byte offset ";
+  const size_t at = message.find(key);
+  if (at == std::string::npos || corpus.parts.size() != sources.size()) return message;
+  const size_t offset = std::strtoull(message.c_str() + at + key.size(), nullptr, 10);
+  size_t start = 0;
+  for (size_t i = 0; i < corpus.parts.size(); ++i) {
+    const size_t end = start + static_cast<size_t>(corpus.parts[i].bytes);
+    if (offset < end) {
+      size_t digits = at + key.size();
+      while (digits < message.size() && std::isdigit(static_cast<unsigned char>(message[digits]))) ++digits;
+      return message.substr(0, at) + "in --data '" + sources[i] + "' at byte offset " + std::to_string(offset - start) +
+             message.substr(digits);
+    }
+    start = end + (end > 0 && end < corpus.text.size() && corpus.text[end - 1] != '\n' ? 1 : 0);
+  }
+  return message;
+}
+
 int run(const TrainGPTArgs& a) {
   TrainingRun run(a, "gpt");
   const Checkpoint* ck = run.checkpoint();
@@ -113,9 +136,15 @@ int run(const TrainGPTArgs& a) {
     throw UsageError("--data '" + data + "' names token shards: give the --tokenizer they were made with (byte, gpt2 "
                      "or a vocabulary file of train_bpe); a character tokenizer is built from a text");
   }
-  const Tokenizer tokenizer = ck     ? gpt_tokenizer_from(*ck)
-                              : base ? gpt_tokenizer_from(*base)
-                                     : choose_tokenizer(a.tokenizer, text);
+  const Tokenizer tokenizer = [&] {
+    if (ck) return gpt_tokenizer_from(*ck);
+    if (base) return gpt_tokenizer_from(*base);
+    try {
+      return choose_tokenizer(a.tokenizer, text);  // a character vocabulary reads the whole text
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(in_sources(e.what(), corpus, sources));
+    }
+  }();
   GPTOptions m = ck ? gpt_options_from(*ck) : base ? gpt_options_from(*base) : a.model;
   if (!ck && !a.preset.empty() && tokenizer.vocab_size() != gpt_preset(a.preset).vocab) {
     throw UsageError("--preset " + a.preset + ": GPT-2's models read " + std::to_string(gpt_preset(a.preset).vocab) +
@@ -141,7 +170,15 @@ int run(const TrainGPTArgs& a) {
       }
     }
   } else {
-    tokens = tokenizer.encode(text);
+    try {
+      tokens = tokenizer.encode(text);
+    } catch (const std::invalid_argument& e) {
+      // The tokenizer speaks of the joined text: say which source, where in it, and on a resume
+      // which texts the checkpoint's tokenizer was built from.
+      const std::string trained_on = ck ? gpt_data_sources(*ck) : "";
+      throw std::invalid_argument(in_sources(e.what(), corpus, sources) +
+                                  (trained_on.empty() ? "" : "; the checkpoint's run read " + trained_on));
+    }
     if (static_cast<int64_t>(tokens.size()) < m.block_size + 1) {
       throw UsageError("--data '" + data + "': the text is " + std::to_string(tokens.size()) +
                        " tokens long, shorter than --block-size " + std::to_string(m.block_size) + " + 1 = " +

@@ -292,6 +292,21 @@ bool gpt_data_names_corpus(const Checkpoint& ck) {
                      [](const std::string& s) { return parse_json(s).contains("corpus"); });
 }
 
+std::string gpt_data_sources(const Checkpoint& ck) {
+  return parse_entry(require_model_kind(ck, "gpt"), "data", [](const std::string& s) {
+    const Json j = parse_json(s);
+    const auto corpus = j.find("corpus");
+    if (corpus == j.end() || !corpus->is_array() || corpus->empty()) return std::string();
+    std::string names, sizes;
+    for (const Json& part : *corpus) {
+      if (!part.is_object() || !part.contains("name") || !part.contains("bytes")) return std::string();
+      names += (names.empty() ? "" : " + ") + part["name"].get<std::string>();
+      sizes += (sizes.empty() ? "" : " + ") + part["bytes"].dump();
+    }
+    return names + " (" + sizes + " bytes)";
+  });
+}
+
 GPTOptions gpt_options_from(const Checkpoint& ck) {
   require_model_kind(ck, "gpt");
   // Checkpoints written before the one training loop kept the model's options under "gpt".

@@ -144,6 +144,9 @@ GPTJobOptions gpt_job_options_from(const Checkpoint& checkpoint, const GPTJobOpt
 // Whether the checkpoint's "data" entry describes the corpus's sources ("corpus"); false for one
 // written before train_gpt read several, whose resume builds its job without them.
 bool gpt_data_names_corpus(const Checkpoint& checkpoint);
+// "fortunes + notes.txt (2546284 + 1200 bytes)": the sources of a GPT checkpoint's run, for
+// messages about its data; "" for a checkpoint that does not name them (or ran on shards).
+std::string gpt_data_sources(const Checkpoint& checkpoint);
 
 // A trained model for generation: built from the checkpoint's options with its parameters
 // loaded (the optimizer state is ignored), in eval mode. A fine-tuning run's checkpoint comes

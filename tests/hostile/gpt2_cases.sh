@@ -332,3 +332,16 @@ else
     "exit $rc after $ms ms; --out: $(ls -A "$case_dir/stopped" 2>/dev/null | head -c 200)"
 fi
 PROTECT=() MAYCHANGE=()
+
+# The tokenizer's complaints about several --data texts name the file and the offset in it, and on
+# a resume the texts the checkpoint's run read.
+for i in $(seq 1 200); do echo "hello world line $i"; done >"$G9/a.txt"
+printf 'ok \xff bad\n' >"$G9/not-utf8.txt"
+printf 'caf\xc3\xa9\n' >"$G9/accents.txt"
+CHAR=(--tokenizer char --layers 1 --d-model 16 --heads 2 --block-size 4 --steps 2 --eval-every 2 --quiet)
+BIN=$GPT run error "not-utf8.txt|byte offset 3" "train_gpt --data a.txt not-utf8.txt (invalid UTF-8 in the second)" \
+  --data "$G9/a.txt" "$G9/not-utf8.txt" "${CHAR[@]}"
+(cd "$G9" && "$GPT" --data a.txt "${CHAR[@]}" --save char.ck >/dev/null 2>&1) || die "could not make char.ck"
+BIN=$GPT run error "accents.txt|byte offset 0|checkpoint's run read a.txt" \
+  "train_gpt --resume <a char run on a.txt> --data a.txt accents.txt (a character it never saw)" \
+  --resume "$G9/char.ck" --data "$G9/a.txt" "$G9/accents.txt"
