@@ -189,30 +189,28 @@ sys.path.insert(0, sys.argv[3])
 from crc32c import crc32c  # noqa: E402
 blob = open(ck, "rb").read()
 (n,) = struct.unpack("<Q", blob[:8])
-header = json.loads(blob[8:8 + n])
-meta = header["__metadata__"]
-meta["tokenizer"] = json.dumps(doubling, separators=(",", ":"))
-sums = json.loads(meta["crc32c"])
-sums["__metadata__"] = {k: "%08x" % crc32c(v.encode()) for k, v in meta.items() if k != "crc32c"}
-meta["crc32c"] = json.dumps(sums, separators=(",", ":"))
-text = json.dumps(header, separators=(",", ":")).encode()
-text += b" " * (-len(text) % 8)
-with open(os.path.join(d, "d40-tokenizer.safetensors"), "wb") as f:
-    f.write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+
+
+def with_metadata(name, **values):
+    """The checkpoint with metadata values replaced and every checksum made consistent again."""
+    header = json.loads(blob[8:8 + n])
+    meta = header["__metadata__"]
+    meta.update(values)
+    sums = json.loads(meta["crc32c"])
+    sums["__metadata__"] = {k: "%08x" % crc32c(v.encode()) for k, v in meta.items() if k != "crc32c"}
+    meta["crc32c"] = json.dumps(sums, separators=(",", ":"))
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+
+
+with_metadata("d40-tokenizer.safetensors", tokenizer=json.dumps(doubling, separators=(",", ":")))
 # A model entry that describes a model of 8192 wide, 16 layers (about 13 billion parameters) over
-# the tiny model's tensors, checksums consistent: what the programs build comes from that entry.
-header = json.loads(blob[8:8 + n])
-meta = header["__metadata__"]
-model = json.loads(meta["model"])
+# the tiny model's tensors: what the programs build comes from that entry.
+model = json.loads(json.loads(blob[8:8 + n])["__metadata__"]["model"])
 model.update({"d_model": 8192, "n_layers": 16, "n_head": 16})
-meta["model"] = json.dumps(model, separators=(",", ":"))
-sums = json.loads(meta["crc32c"])
-sums["__metadata__"] = {k: "%08x" % crc32c(v.encode()) for k, v in meta.items() if k != "crc32c"}
-meta["crc32c"] = json.dumps(sums, separators=(",", ":"))
-text = json.dumps(header, separators=(",", ":")).encode()
-text += b" " * (-len(text) % 8)
-with open(os.path.join(d, "huge-model-entry.safetensors"), "wb") as f:
-    f.write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+with_metadata("huge-model-entry.safetensors", model=json.dumps(model, separators=(",", ":")))
 PY
 # Each inference program refuses it with an estimate, before it allocates (quickly, and under an
 # address-space limit of 2 GiB that building the model would exceed many times over).
