@@ -6,9 +6,10 @@
 //   build/examples/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format llmc --out model.bin
 //
 // A fine-tuning run's LoRA adapters are merged into the weights they adapt (W + alpha/r B A), so
-// the exported model computes what the checkpoint does. The tokenizer is not exported: a model trained with --tokenizer gpt2 reads GPT-2's, which the
-// other tools have. A file that exists is replaced only with --overwrite. Exit codes: 0 done, 1 error (a file, a model the format cannot express),
-// 2 bad command line.
+// the exported model computes what the checkpoint does. The tokenizer is not exported: a model
+// trained with --tokenizer gpt2 reads GPT-2's, which the other tools have. A file that exists is
+// replaced only with --overwrite; the checkpoint and its base weights never are. Exit codes: 0
+// done, 1 error (a file, a model the format cannot express), 2 bad command line.
 #include <iostream>
 #include <string>
 #include <vector>
