@@ -71,9 +71,12 @@ rm -f "$G9"/busy.*
 PROTECT=() MAYCHANGE=()
 BIN=$EXPORT run ok "" "export_gpt of an adapter-only checkpoint --format hf" \
   --checkpoint "$G9/adapter.safetensors" --format hf --out "$G9/lora-hf"
+lora_out=$work/cases/$(printf '%d.%02d' "$group" "$case_no")/out
+# The base exported the same way: an export that wrote the base's weights would equal it.
+"$EXPORT" --checkpoint "$G9/B/model.safetensors" --format hf --out "$G9/base-hf" >/dev/null 2>&1
 new_case
-if grep -q "LoRA adapters merged" "$work/cases/$(printf '%d.%02d' "$group" $((case_no - 1)))/out" &&
-  ! cmp -s "$G9/lora-hf/model.safetensors" "$G9/B/model.safetensors"; then
+if grep -q "LoRA adapters merged" "$lora_out" && [[ -s $G9/base-hf/model.safetensors ]] &&
+  ! cmp -s "$G9/lora-hf/model.safetensors" "$G9/base-hf/model.safetensors"; then
   report ok "the export holds the merged weights and says so" 0
 else
   report EXIT0-ON-GARBAGE "the export holds the merged weights and says so" 0 "it wrote the base's weights"
