@@ -5,7 +5,7 @@
 //
 //   build/examples/prepare_text --data bible --tokenizer gpt2 --out data/bible
 //   build/examples/prepare_text --data big.txt --tokenizer byte --out data/big --val-tokens 1000000
-//   build/examples/train_gpt --data data/bible --tokenizer gpt2
+//   build/examples/train_gpt --data data/bible          # the shards record their tokenizer
 //
 // The first part of the text validates, as llm.c's first shard does: --val-fraction F of its
 // bytes (0.1 unless said; 0: no validation shard, train_gpt then validates on the training
@@ -66,8 +66,12 @@ std::string megabytes(double bytes) {
 // Shards of one part (val or train), each closed when it holds shard_tokens tokens.
 class ShardSeries {
  public:
-  ShardSeries(std::string dir, std::string stem, int token_bytes, int64_t shard_tokens)
-      : dir_(std::move(dir)), stem_(std::move(stem)), token_bytes_(token_bytes), shard_tokens_(shard_tokens) {}
+  ShardSeries(std::string dir, std::string stem, int token_bytes, std::string tokenizer, int64_t shard_tokens)
+      : dir_(std::move(dir)),
+        stem_(std::move(stem)),
+        token_bytes_(token_bytes),
+        tokenizer_(std::move(tokenizer)),
+        shard_tokens_(shard_tokens) {}
 
   void append(const int64_t* tokens, size_t n) {
     while (n > 0) {
@@ -75,7 +79,7 @@ class ShardSeries {
         char name[32];
         std::snprintf(name, sizeof name, "%s_%06zu.bin", stem_.c_str(), files_.size());
         files_.push_back((std::filesystem::path(dir_) / name).string());
-        writer_ = std::make_unique<ShardWriter>(files_.back(), token_bytes_);
+        writer_ = std::make_unique<ShardWriter>(files_.back(), token_bytes_, tokenizer_);
       }
       const size_t room = static_cast<size_t>(shard_tokens_ - static_cast<int64_t>(writer_->tokens()));
       const size_t take = std::min(n, room);
@@ -104,6 +108,7 @@ class ShardSeries {
  private:
   std::string dir_, stem_;
   int token_bytes_;
+  std::string tokenizer_;  // its description, in every shard's header
   int64_t shard_tokens_;
   std::unique_ptr<ShardWriter> writer_;
   std::vector<std::string> files_;
@@ -231,8 +236,9 @@ int run(const Args& a) {
   const StopOnSignals on_signals(stop);
 
   const uint64_t val_quota_bytes = static_cast<uint64_t>(a.val_fraction * static_cast<double>(total));
-  ShardSeries val(staging.dir, "val", token_bytes, a.shard_tokens);
-  ShardSeries train(staging.dir, "train", token_bytes, a.shard_tokens);
+  const std::string description = tokenizer.to_json();
+  ShardSeries val(staging.dir, "val", token_bytes, description, a.shard_tokens);
+  ShardSeries train(staging.dir, "train", token_bytes, description, a.shard_tokens);
   uint64_t val_bytes = 0;
   // Each token to the validation shards while the first part lasts, then to the training ones,
   // in pieces between which a stop request is answered (a small --shard-tokens makes a block of
@@ -325,7 +331,7 @@ int run(const Args& a) {
   list("  train ", train);
   std::cout << std::fixed << std::setprecision(1) << "  " << megabytes(static_cast<double>(done)) << " in " << seconds
             << " s: " << (seconds > 0 ? static_cast<double>(done) / seconds / 1e6 : 0.0) << " MB/s\n"
-            << "train with: train_gpt --data " << a.out << " --tokenizer " << a.tokenizer << "\n";
+            << "train with: train_gpt --data " << a.out << " (the shards name their tokenizer)\n";
   return 0;
 }
 

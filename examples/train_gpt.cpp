@@ -132,19 +132,39 @@ int run(const TrainGPTArgs& a) {
                          gpt_weights_layout(finetune.init_from) == GPTWeightsLayout::attograd;
   std::optional<Checkpoint> base;  // such a base, opened (read and checked) once
   if (from_base) base.emplace(Checkpoint::open(finetune.init_from));
-  if (on_shards && !ck && !base && a.tokenizer == "char") {
-    throw UsageError("--data '" + data + "' names token shards: give the --tokenizer they were made with (byte, gpt2 "
-                     "or a vocabulary file of train_bpe); a character tokenizer is built from a text");
+  // Shards made by prepare_text record their tokenizer: it is the run's unless something else
+  // chose one (--tokenizer, --preset, a base's config.json, the checkpoint), which must then be
+  // the same. llm.c's and nanoGPT's files record none, and need --tokenizer.
+  const ShardFormat shard_format = a.shard_format == "nanogpt" ? ShardFormat::nanogpt : ShardFormat::headed;
+  const std::string recorded = on_shards ? shard_set_tokenizer(a.data, shard_format) : "";
+  const bool tokenizer_chosen = a.tokenizer_given || a.tokenizer != "char";
+  if (on_shards && !ck && !base && a.tokenizer == "char" && (a.tokenizer_given || recorded.empty())) {
+    throw UsageError("--data '" + data + "' names token shards" +
+                     (recorded.empty() ? " that do not record their tokenizer (llm.c's or nanoGPT's layout): give the "
+                                         "--tokenizer they were made with (byte, gpt2 or a vocabulary file of train_bpe)"
+                                       : ": a character tokenizer is built from a text; leave --tokenizer out to use "
+                                         "the one the shards record"));
   }
   const Tokenizer tokenizer = [&] {
     if (ck) return gpt_tokenizer_from(*ck);
     if (base) return gpt_tokenizer_from(*base);
+    if (!recorded.empty() && !tokenizer_chosen) return Tokenizer::from_json(recorded);
     try {
       return choose_tokenizer(a.tokenizer, text);  // a character vocabulary reads the whole text
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(in_sources(e.what(), corpus, sources));
     }
   }();
+  if (!recorded.empty() && Tokenizer::from_json(recorded).to_json() != tokenizer.to_json()) {
+    const std::string chosen = ck ? "the checkpoint's, '" + ck->path() + "'"
+                               : base ? "the base's, '" + finetune.init_from + "'"
+                               : a.tokenizer_given ? "--tokenizer " + a.tokenizer
+                                                   : "GPT-2's, which --preset or --init-from implies";
+    throw std::invalid_argument("--data '" + data + "': the shards were made by a " + describe_tokenizer_json(recorded) +
+                                "; this run's tokenizer (" + chosen + ") is a " + describe_tokenizer(tokenizer) +
+                                " (make the shards again with prepare_text --tokenizer of the run, or leave --tokenizer "
+                                "out)");
+  }
   GPTOptions m = ck ? gpt_options_from(*ck) : base ? gpt_options_from(*base) : a.model;
   if (!ck && !a.preset.empty() && tokenizer.vocab_size() != gpt_preset(a.preset).vocab) {
     throw UsageError("--preset " + a.preset + ": GPT-2's models read " + std::to_string(gpt_preset(a.preset).vocab) +
@@ -161,7 +181,7 @@ int run(const TrainGPTArgs& a) {
   std::optional<ShardSet> shards;
   std::vector<int64_t> tokens;
   if (on_shards) {
-    shards.emplace(open_shard_set(a.data, tokenizer.vocab_size(), options.train_fraction));
+    shards.emplace(open_shard_set(a.data, tokenizer.vocab_size(), options.train_fraction, shard_format));
     for (const auto& [part, size] : {std::pair{"training", shards->train.size()}, {"validation", shards->val.size()}}) {
       if (size < static_cast<uint64_t>(m.block_size) + 1) {
         throw UsageError("--data '" + data + "': the " + part + " tokens are " + std::to_string(size) +

@@ -27,6 +27,8 @@ struct TrainGPTArgs : TrainingArgs {
   // (read_corpus_sources); none: Debian's fortunes.
   std::vector<std::string> data;
   std::string tokenizer = "char";  // char | byte | gpt2 | a vocabulary file written by train_bpe
+  bool tokenizer_given = false;    // --tokenizer on the command line or in the config
+  std::string shard_format = "headed";  // headed | nanogpt (token_shards.h's ShardFormat)
   // The "baby" model: 4 layers, 4 heads, d_model 128, a context of 64 characters. vocab follows
   // the tokenizer.
   GPTOptions model{.vocab = 0, .block_size = 64, .d_model = 128, .n_head = 4, .n_layers = 4, .dropout = 0.0,
@@ -61,8 +63,13 @@ struct TrainGPTArgs : TrainingArgs {
             "text to learn: one or more files, joined in order (a newline between two where the first does not "
             "end with one), or a named corpus: fortunes (the default, Debian's fortunes) or bible (Debian's King "
             "James Bible, one verse a line); ./NAME is a file so named. Token shards instead: directories or *.bin "
-            "files (prepare_text's, llm.c's or nanoGPT's; needs --tokenizer), read in order, *val* files validating",
+            "files (prepare_text's, which name their tokenizer; llm.c's and nanoGPT's need --tokenizer), read in order, "
+            "*val* files validating",
             is_corpus_name)->expected(1, CLI::detail::expected_max_vector_size);
+    f.choice("--shard-format", shard_format,
+             "how token shards are told apart: headed (prepare_text's or llm.c's header, the default) or nanogpt "
+             "(files without a header are also read, as nanoGPT's raw uint16 tokens)",
+             {"headed", "nanogpt"});
     f.group("data", true);
     // A vocabulary file given in a config is relative to the config, as every path there is.
     f.path("--tokenizer", tokenizer,
@@ -157,6 +164,7 @@ struct TrainGPTArgs : TrainingArgs {
 
   void finish(const CommandLine& line) {
     job.seed = seed;
+    tokenizer_given = line.given("--tokenizer");
     if (!preset.empty()) {
       // The preset fills what the flags leave unsaid.
       const GPTOptions p = gpt_preset(preset);

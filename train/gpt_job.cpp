@@ -53,7 +53,7 @@ std::string data_json(const GPTJobOptions& o, const std::vector<int64_t>& tokens
 }
 
 // The "data" entry of a job on shards: the files by name (not path, so a moved set resumes),
-// layout, size, token count and the checksums of their ends, read at open without a scan.
+// layout, size, token count and the checksum of each whole file, read at open.
 std::string shard_data_json(const GPTJobOptions& o, const ShardSet& set) {
   OrderedJson j = fields_to_json(o, kDataFields);
   const auto files = [](const std::vector<ShardInfo>& infos) {
@@ -63,8 +63,7 @@ std::string shard_data_json(const GPTJobOptions& o, const ShardSet& set) {
                       {"layout", shard_layout_name(i.layout)},
                       {"bytes", i.file_bytes},
                       {"tokens", i.tokens},
-                      {"crc32c_head", i.crc32c_head},
-                      {"crc32c_tail", i.crc32c_tail}});
+                      {"crc32c", i.crc32c}});
     }
     return list;
   };

@@ -4,7 +4,8 @@
 # a crash, a data loss or garbage accepted before it was fixed (the reliability issue of the
 # GPT-2 workflow): outputs that are devices or inputs, outputs another run holds, a LoRA export
 # that wrote the base, weight files of every broken kind, vocabularies that describe tokens too
-# large to build, SIGHUP to a run started under nohup.
+# large to build, SIGHUP to a run started under nohup, token shards of another tokenizer or of
+# none.
 start_group 9 "the GPT-2 workflow's programs: outputs, weight files, vocabularies, signals"
 BPE=$work/bin/examples/train_bpe
 EXPORT=$work/bin/examples/export_gpt
@@ -346,3 +347,52 @@ BIN=$GPT run error "not-utf8.txt|byte offset 3" "train_gpt --data a.txt not-utf8
 BIN=$GPT run error "accents.txt|byte offset 0|checkpoint's run read a.txt" \
   "train_gpt --resume <a char run on a.txt> --data a.txt accents.txt (a character it never saw)" \
   --resume "$G9/char.ck" --data "$G9/a.txt" "$G9/accents.txt"
+
+# Token shards say which tokenizer made them: shards of one tokenizer under another, two
+# tokenizers in one set, files that are not shards at all (text, zeros, a damaged magic, a
+# dangling link) and a resume on a shard edited in its middle are refused, not trained on.
+S9=$G9/shards9
+mkdir -p "$S9"
+SH=(--layers 1 --d-model 16 --heads 2 --block-size 16 --batch 2 --steps 2 --eval-every 2 --eval-windows 1 --quiet)
+(cd "$S9" && "$PREPARE" --data "$text" --tokenizer byte --out byte >/dev/null 2>&1 &&
+  "$BPE" --data "$text" --vocab-size 300 --out own.bpe >/dev/null 2>&1 &&
+  "$PREPARE" --data "$text" --tokenizer own.bpe --out own >/dev/null 2>&1 &&
+  "$PREPARE" --data "$G9/big.txt" --tokenizer byte --out long --val-tokens 100000 >/dev/null 2>&1) ||
+  die "could not make the shards of group 9"
+BIN=$GPT run ok "" "train_gpt --data <byte shards>, no --tokenizer (the shards name theirs)" --data "$S9/byte" "${SH[@]}"
+BIN=$GPT run error "made by a byte tokenizer|own.bpe" "train_gpt --data <byte shards> --tokenizer <a BPE file>" \
+  --data "$S9/byte" --tokenizer "$S9/own.bpe" "${SH[@]}"
+mkdir -p "$S9/mixed" && cp "$S9/byte/train_000000.bin" "$S9/mixed/a.bin" && cp "$S9/own/train_000000.bin" "$S9/mixed/b.bin"
+BIN=$GPT run error "different tokenizers|a.bin|b.bin" "train_gpt --data <a byte shard beside a BPE shard>" \
+  --data "$S9/mixed" "${SH[@]}"
+gpt2_dir=${ATTOGRAD_CACHE:+$ATTOGRAD_CACHE/gpt2}
+gpt2_dir=${gpt2_dir:-${XDG_CACHE_HOME:-$HOME/.cache}/attograd/gpt2}
+if [[ -f $gpt2_dir/encoder.json && -f $gpt2_dir/vocab.bpe ]]; then
+  BIN=$GPT run error "made by a bpe tokenizer of 300 ids|--tokenizer gpt2" "train_gpt --data <own-BPE shards> --tokenizer gpt2" \
+    --data "$S9/own" --tokenizer gpt2 "${SH[@]}"
+  BIN=$GPT run error "made by a byte tokenizer|--preset" "train_gpt --data <byte shards> --preset gpt2-tiny" \
+    --data "$S9/byte" --preset gpt2-tiny --steps 1 --eval-every 1 --eval-windows 1 --batch 1 --quiet
+fi
+printf 'Notes for Monday: call the bank, buy bread.\n' >"$S9/notes.bin"
+BIN=$GPT run error "notes.bin|no attograd or llm.c header|--shard-format nanogpt" "train_gpt --data notes.bin (UTF-8 text)" \
+  --data "$S9/notes.bin" --tokenizer byte "${SH[@]}"
+head -c 65536 /dev/zero >"$S9/zeros.bin"
+BIN=$GPT run error "zeros.bin|no attograd or llm.c header" "train_gpt --data <64 KiB of NULs>.bin" \
+  --data "$S9/zeros.bin" --tokenizer byte "${SH[@]}"
+cp "$S9/byte/train_000000.bin" "$S9/damaged.bin" && printf 'X' | dd of="$S9/damaged.bin" bs=1 seek=0 conv=notrunc status=none
+BIN=$GPT run error "damaged.bin|wrong magic|agtokens" "train_gpt --data <a shard with a damaged magic> --shard-format nanogpt" \
+  --data "$S9/damaged.bin" --tokenizer byte --shard-format nanogpt "${SH[@]}"
+python3 -c 'import sys; sys.stdout.buffer.write(bytes(b for c in open(sys.argv[1], "rb").read(20000) for b in (c, 0)))' \
+  "$text" >"$S9/raw.bin"
+BIN=$GPT run ok "" "train_gpt --data <raw uint16 tokens> --shard-format nanogpt --tokenizer byte (asked for)" \
+  --data "$S9/raw.bin" --shard-format nanogpt --tokenizer byte "${SH[@]}"
+mkdir -p "$S9/dangling" && cp "$S9/byte/"*.bin "$S9/dangling/" && ln -sf "$S9/nowhere.bin" "$S9/dangling/zz.bin"
+BIN=$GPT run error "zz.bin|symbolic link|does not exist" "train_gpt --data <a folder with a dangling zz.bin link>" \
+  --data "$S9/dangling" "${SH[@]}"
+(cd "$S9" && "$GPT" --data long "${SH[@]}" --save long.ck >long.out 2>&1) || die "could not train on the long shard: $(cat "$S9/long.out")"
+size=$(stat -c %s "$S9/long/train_000000.bin")
+# 64 byte tokens 'y' (uint16: 'y' then a zero byte) where the text had 'x'.
+for _ in $(seq 1 64); do printf 'y\0'; done |
+  dd of="$S9/long/train_000000.bin" bs=1 seek=$(((size / 2) & ~1)) conv=notrunc status=none
+BIN=$GPT run error "'data' entry|crc32c" "train_gpt --resume after 64 tokens changed in the middle of a 6 MB shard" \
+  --data "$S9/long" --resume "$S9/long.ck" --steps 4 --quiet

@@ -12,6 +12,7 @@
 #include "attograd/train/data/text_stream.h"
 #include "attograd/train/data/token_shards.h"
 #include "attograd/train/gpt_job.h"
+#include "attograd/train/io/crc32c.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
 #include "train_support.h"
@@ -41,11 +42,18 @@ std::string llmc_file(const std::vector<int64_t>& tokens, uint32_t version = 1, 
   return header + token_bytes_of(tokens, version == 1 ? 2 : 4);
 }
 
-// Ours: "agtokens", version, bytes per token, count (uint64), 8 zero bytes, the tokens.
-std::string attograd_file(const std::vector<int64_t>& tokens, int width, uint32_t version = 1, int64_t count = -1) {
+// The byte tokenizer's description, as prepare_text records it.
+const std::string kBytes = Tokenizer::bytes().to_json();
+
+// Ours: "agtokens", version, bytes per token, count (uint64), the description's length and
+// CRC-32C (uint32 each), the description padded with zeros to a multiple of 8, the tokens.
+std::string attograd_file(const std::vector<int64_t>& tokens, int width, uint32_t version = 2, int64_t count = -1,
+                          const std::string& description = kBytes) {
+  std::string padded = description;
+  padded.resize((padded.size() + 7) / 8 * 8, '\0');
   return std::string("agtokens") + le(version, 4) + le(static_cast<uint64_t>(width), 4) +
-         le(count < 0 ? tokens.size() : static_cast<uint64_t>(count), 8) + std::string(8, '\0') +
-         token_bytes_of(tokens, width);
+         le(count < 0 ? tokens.size() : static_cast<uint64_t>(count), 8) + le(description.size(), 4) +
+         le(crc32c(description.data(), description.size()), 4) + padded + token_bytes_of(tokens, width);
 }
 
 std::vector<int64_t> read_all(const TokenShard& shard) {
@@ -153,11 +161,13 @@ BOOST_AUTO_TEST_CASE(each_layout_reads_back_its_tokens_byte_for_byte) {
     uint64_t header;
     const std::vector<int64_t>& tokens;
   } cases[] = {{"train.bin", ShardLayout::nanogpt, 2, 0, small},    {"llmc.bin", ShardLayout::llmc, 2, 1024, small},
-               {"llmc_v2.bin", ShardLayout::llmc, 4, 1024, large},  {"ours16.bin", ShardLayout::attograd, 2, 32, small},
-               {"ours32.bin", ShardLayout::attograd, 4, 32, large}};
+               {"llmc_v2.bin", ShardLayout::llmc, 4, 1024, large},  {"ours16.bin", ShardLayout::attograd, 2, 48, small},
+               {"ours32.bin", ShardLayout::attograd, 4, 48, large}};
   for (const auto& c : cases) {
     BOOST_TEST_CONTEXT(c.name) {
-      const TokenShard shard(dir.file(c.name), 0);
+      const TokenShard shard(dir.file(c.name), 0, ShardFormat::nanogpt);
+      // Only ours say which tokenizer made them.
+      BOOST_TEST(shard.info().tokenizer == (c.layout == ShardLayout::attograd ? kBytes : ""));
       BOOST_TEST(static_cast<int>(shard.info().layout) == static_cast<int>(c.layout));
       BOOST_TEST(shard.info().token_bytes == c.width);
       BOOST_TEST(shard.info().header_bytes == c.header);
@@ -170,19 +180,23 @@ BOOST_AUTO_TEST_CASE(each_layout_reads_back_its_tokens_byte_for_byte) {
   }
   // The writer writes exactly our layout.
   {
-    ShardWriter w(dir.file("written16.bin"), 2);
+    ShardWriter w(dir.file("written16.bin"), 2, kBytes);
     w.append(small.data(), 3);
     w.append(small.data() + 3, small.size() - 3);
     w.commit();
-    ShardWriter w32(dir.file("written32.bin"), 4);
+    const std::string eight = R"({"kind":"char","symbols":["a"]})";  // 31 bytes: padded to 32
+    ShardWriter w32(dir.file("written32.bin"), 4, eight);
     w32.append(large.data(), large.size());
     w32.commit();
+    BOOST_TEST(slurp(dir.file("written32.bin")) == attograd_file(large, 4, 2, -1, eight));
+    BOOST_TEST(inspect_shard(dir.file("written32.bin")).tokenizer == eight);
   }
   BOOST_TEST(slurp(dir.file("written16.bin")) == attograd_file(small, 2));
-  BOOST_TEST(slurp(dir.file("written32.bin")) == attograd_file(large, 4));
   BOOST_TEST(shard_token_bytes(65536) == 2);
   BOOST_TEST(shard_token_bytes(65537) == 4);
-  AG_CHECK_THROWS_WITH(ShardWriter(dir.file("x.bin"), 2).append(large.data() + 1, 1), std::invalid_argument, "65536");
+  AG_CHECK_THROWS_WITH(ShardWriter(dir.file("x.bin"), 2, kBytes).append(large.data() + 1, 1), std::invalid_argument,
+                       "65536");
+  AG_CHECK_THROWS_WITH(ShardWriter(dir.file("x.bin"), 2, ""), std::invalid_argument, "description");
 }
 
 BOOST_AUTO_TEST_CASE(broken_files_are_refused_naming_the_file_the_offset_and_the_values) {
@@ -191,7 +205,7 @@ BOOST_AUTO_TEST_CASE(broken_files_are_refused_naming_the_file_the_offset_and_the
   const auto refused = [&](const std::string& name, const std::string& bytes, std::initializer_list<std::string> parts) {
     spit(dir.file(name), bytes);
     try {
-      inspect_shard(dir.file(name), 256);
+      inspect_shard(dir.file(name), 256, ShardFormat::nanogpt);
       BOOST_ERROR(name << " was read");
     } catch (const std::runtime_error& e) {
       const std::string msg = e.what();
@@ -202,10 +216,21 @@ BOOST_AUTO_TEST_CASE(broken_files_are_refused_naming_the_file_the_offset_and_the
   const std::string ours = attograd_file(t, 2), llmc = llmc_file(t);
   refused("short_header.bin", ours.substr(0, 20), {"truncated", "20 bytes", "header of 32", "offset 20"});
   refused("llmc_short_header.bin", llmc.substr(0, 600), {"truncated", "600 bytes", "1024", "offset 600"});
-  refused("truncated.bin", ours.substr(0, ours.size() - 10), {"counts 100 tokens", "byte offset 232", "222 bytes", "truncated"});
+  refused("truncated.bin", ours.substr(0, ours.size() - 10), {"counts 100 tokens", "byte offset 248", "238 bytes", "truncated"});
   refused("llmc_truncated.bin", llmc.substr(0, llmc.size() - 1), {"counts 100 tokens", "offset 1224", "1223 bytes"});
-  refused("count.bin", attograd_file(t, 2, 1, 90), {"counts 90 tokens", "offset 212", "232 bytes", "after the tokens"});
-  refused("version.bin", attograd_file(t, 2, 7), {"version 7", "byte offset 8", "knows 1"});
+  refused("count.bin", attograd_file(t, 2, 2, 90), {"counts 90 tokens", "offset 228", "248 bytes", "after the tokens"});
+  refused("version.bin", attograd_file(t, 2, 7), {"version 7", "byte offset 8", "knows 2"});
+  // Version 1 recorded no tokenizer: its tokens cannot say what they mean.
+  const std::string v1 = std::string("agtokens") + le(1, 4) + le(2, 4) + le(t.size(), 8) + std::string(8, '\0') +
+                         token_bytes_of(t, 2);
+  refused("v1.bin", v1, {"version 1", "byte offset 8", "prepare_text"});
+  std::string bad_description = ours;
+  bad_description[34] ^= 1;
+  refused("description.bin", bad_description, {"description", "byte offset 28", "damaged"});
+  refused("no_description.bin", attograd_file(t, 2, 2, -1, ""), {"description", "byte offset 24", "0 bytes"});
+  std::string long_description = ours;
+  long_description[26] = 1;  // 65551 bytes: past the file
+  refused("long_description.bin", long_description, {"description", "65551 bytes", "248 bytes"});
   refused("llmc_version.bin", llmc_file(t, 3), {"version 3", "byte offset 4"});
   refused("width.bin", attograd_file(t, 3), {"bytes per token 3", "byte offset 12"});
   std::string bad_magic = ours;
@@ -216,27 +241,38 @@ BOOST_AUTO_TEST_CASE(broken_files_are_refused_naming_the_file_the_offset_and_the
   refused("llmc_magic.bin", bad_llmc, {"wrong magic", "byte offset 0", "20240520"});
   refused("odd.bin", nanogpt_file(t) + "x", {"odd", "201", "offset 200"});
   refused("empty.bin", "", {"empty"});
-  // A token past the vocabulary: found in the fingerprint's MiB at open, and by a read.
+  // Without a header a file is nanoGPT's only when the reader is told so: text, zeros.
+  for (const auto& [name, bytes, shown] : {std::tuple{"notes.bin", std::string("Notes of Tuesday.\n"), "Notes of"},
+                                          std::tuple{"zeros.bin", std::string(4096, '\0'), "00 00 00 00"}}) {
+    spit(dir.file(name), bytes);
+    AG_CHECK_THROWS_WITH(inspect_shard(dir.file(name), 256), std::runtime_error, dir.file(name), "no attograd or llm.c header",
+                         shown, "--shard-format nanogpt");
+    BOOST_TEST(inspect_shard(dir.file(name), 0, ShardFormat::nanogpt).tokens == bytes.size() / 2);
+  }
+  // A token past the vocabulary is found at open, wherever it is.
   std::vector<int64_t> big = t;
   big[40] = 300;
-  refused("vocab.bin", attograd_file(big, 2), {"byte offset 112", "is 300", "vocabulary of 256"});
+  refused("vocab.bin", attograd_file(big, 2), {"byte offset 128", "is 300", "vocabulary of 256"});
   spit(dir.file("vocab_llmc.bin"), llmc_file(big));
   const TokenShard unchecked(dir.file("vocab_llmc.bin"), 0);
   BOOST_TEST(read_all(unchecked)[40] == 300);
-  // Past the first and last MiB, only a read meets it.
   std::vector<int64_t> long_tokens = counting(2 << 20, 256);  // 4 MiB of uint16
   long_tokens[1 << 20] = 999;
-  spit(dir.file("deep.bin"), nanogpt_file(long_tokens));
-  const TokenShard deep(dir.file("deep.bin"), 256);
-  std::vector<int64_t> window(4);
-  deep.read(0, 4, window.data());
-  AG_CHECK_THROWS_WITH(deep.read((1 << 20) - 2, 4, window.data()), std::runtime_error, dir.file("deep.bin"),
-                       "byte offset 2097152", "is 999", "256");
+  refused("deep.bin", nanogpt_file(long_tokens), {"byte offset 2097152", "is 999", "256"});
+  // A name that says shard on what is not a file: a link to nothing, a folder.
+  std::filesystem::create_directories(dir.file("dangling"));
+  spit(dir.file("dangling/a.bin"), ours);
+  std::filesystem::create_symlink(dir.file("gone.bin"), dir.file("dangling/zz.bin"));
+  AG_CHECK_THROWS_WITH(list_token_shards({dir.file("dangling")}), std::runtime_error, "zz.bin", "symbolic link",
+                       dir.file("gone.bin"), "does not exist");
+  std::filesystem::remove(dir.file("dangling/zz.bin"));
+  std::filesystem::create_directories(dir.file("dangling/sub.bin"));
+  AG_CHECK_THROWS_WITH(list_token_shards({dir.file("dangling")}), std::runtime_error, "sub.bin", "not a regular file");
   // Sets: an empty directory, validation files only.
   std::filesystem::create_directories(dir.file("none"));
   AG_CHECK_THROWS_WITH(open_shard_set({dir.file("none")}, 256, 0.9), std::runtime_error, dir.file("none"), "no *.bin");
   std::filesystem::create_directories(dir.file("valonly"));
-  spit(dir.file("valonly/val.bin"), nanogpt_file(t));
+  spit(dir.file("valonly/val.bin"), attograd_file(t, 2));
   AG_CHECK_THROWS_WITH(open_shard_set({dir.file("valonly")}, 256, 0.9), std::runtime_error, "none trains");
 }
 
@@ -244,11 +280,12 @@ BOOST_AUTO_TEST_CASE(a_set_reads_its_files_in_name_order_with_val_files_apart) {
   TempDir dir;
   std::filesystem::create_directories(dir.file("set"));
   const std::vector<int64_t> a = counting(50, 256), b = counting(30, 200), v = counting(20, 100);
-  spit(dir.file("set/data_train_000001.bin"), llmc_file(b));
+  spit(dir.file("set/data_train_000001.bin"), attograd_file(b, 4));
   spit(dir.file("set/data_train_000000.bin"), attograd_file(a, 2));
-  spit(dir.file("set/data_val_000000.bin"), nanogpt_file(v));
+  spit(dir.file("set/data_val_000000.bin"), attograd_file(v, 2));
   spit(dir.file("set/notes.txt"), "not a shard");
   const ShardSet set = open_shard_set({dir.file("set")}, 256, 0.9);
+  BOOST_TEST(set.tokenizer == kBytes);
   BOOST_TEST(set.train.size() == 80u);
   BOOST_TEST(set.val.size() == 20u);
   BOOST_TEST(!set.val_is_tail);
@@ -267,13 +304,26 @@ BOOST_AUTO_TEST_CASE(a_set_reads_its_files_in_name_order_with_val_files_apart) {
   BOOST_TEST(tail.val_is_tail);
   BOOST_TEST(tail.train.size() == 60u);
   BOOST_TEST(tail.val.to_vector() == std::vector<int64_t>(want.begin() + 60, want.end()), boost::test_tools::per_element());
+  // The files of a set were made by one tokenizer: another description, or none, is refused
+  // naming both files; files that record none go together (the run names their tokenizer).
+  std::filesystem::create_directories(dir.file("mixed"));
+  spit(dir.file("mixed/a.bin"), attograd_file(a, 2));
+  spit(dir.file("mixed/b.bin"), attograd_file(a, 2, 2, -1, R"({"kind":"char","symbols":["a","b"]})"));
+  AG_CHECK_THROWS_WITH(open_shard_set({dir.file("mixed")}, 256, 0.9), std::runtime_error, "different tokenizers",
+                       dir.file("mixed/a.bin"), "byte tokenizer of 256 ids", dir.file("mixed/b.bin"),
+                       "char tokenizer of 2 ids");
+  spit(dir.file("mixed/b.bin"), llmc_file(a));
+  AG_CHECK_THROWS_WITH(shard_set_tokenizer({dir.file("mixed")}), std::runtime_error, "llm.c's layout) records no tokenizer");
+  std::filesystem::remove(dir.file("mixed/a.bin"));
+  spit(dir.file("mixed/c.bin"), nanogpt_file(a));
+  BOOST_TEST(open_shard_set({dir.file("mixed")}, 256, 0.9, ShardFormat::nanogpt).tokenizer.empty());
 }
 
 BOOST_AUTO_TEST_CASE(batches_walk_the_training_tokens_in_order_as_a_function_of_the_step) {
   TempDir dir;
   const std::vector<int64_t> t = counting(1000, 256);
   spit(dir.file("a.bin"), attograd_file(std::vector<int64_t>(t.begin(), t.begin() + 333), 2));
-  spit(dir.file("b.bin"), nanogpt_file(std::vector<int64_t>(t.begin() + 333, t.end())));
+  spit(dir.file("b.bin"), attograd_file(std::vector<int64_t>(t.begin() + 333, t.end()), 4));
   const ShardSet set = open_shard_set({dir.file("a.bin"), dir.file("b.bin")}, 256, 0.9);  // tail validates
   const int64_t B = 3, T = 8;
   const uint64_t n = set.train.size(), windows = (n - 1) / T;
@@ -344,7 +394,19 @@ BOOST_AUTO_TEST_CASE(a_run_on_shards_stopped_and_resumed_is_bit_exact_and_refuse
   spit(dir.file("set/train_000000.bin"), attograd_file(std::vector<int64_t>(bytes.begin(), bytes.begin() + 5000), 2));
   ShardRun changed({dir.file("set")}, o);
   AG_CHECK_THROWS_WITH(changed.trainer->resume(dir.file("ckpt.safetensors")), std::runtime_error, "'data' entry",
-                       "crc32c_head");
+                       "crc32c");
+}
+
+BOOST_AUTO_TEST_CASE(the_checksum_covers_the_whole_file) {
+  // One token changed in the middle of a shard of many MiB changes what a checkpoint records.
+  TempDir dir;
+  std::vector<int64_t> tokens = counting(3 << 20, 256);  // 6 MiB
+  spit(dir.file("a.bin"), attograd_file(tokens, 2));
+  const uint32_t before = inspect_shard(dir.file("a.bin"), 256).crc32c;
+  tokens[3 << 19] ^= 1;
+  spit(dir.file("a.bin"), attograd_file(tokens, 2));
+  BOOST_TEST(inspect_shard(dir.file("a.bin"), 256).crc32c != before);
+  BOOST_TEST(read_shard_header(dir.file("a.bin")).crc32c == 0u);  // the header alone reads no tokens
 }
 
 // The resident size (VmRSS, file pages of mappings included) in KiB.
@@ -365,7 +427,7 @@ BOOST_AUTO_TEST_CASE(pages_read_are_not_kept) {
     const std::string block(1 << 20, '\x01');  // tokens 257
     for (int i = 0; i < 64; ++i) out.write(block.data(), static_cast<std::streamsize>(block.size()));
   }
-  const TokenShard shard(dir.file("big.bin"), 0);
+  const TokenShard shard(dir.file("big.bin"), 0, ShardFormat::nanogpt);
   std::vector<int64_t> piece(1 << 19);
   const int64_t before = resident_kib();
   for (uint64_t at = 0; at < shard.size(); at += piece.size()) shard.read(at, piece.size(), piece.data());

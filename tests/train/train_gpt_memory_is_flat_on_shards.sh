@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # train_gpt on token shards keeps its memory whatever the set's size: a few steps on a 2 GB
 # nanoGPT-layout set (real bytes written to disk, not a sparse file) peak within 32 MB of the
-# same run on a 10 MB set (peak resident size from /usr/bin/time, the kernel's VmHWM). The sets
-# live in the scratch directory and are removed at exit.
+# same run on a 10 MB set (peak resident size from /usr/bin/time, the kernel's VmHWM), the whole
+# set read once at open for its checksum included. The sets live in the scratch directory and
+# are removed at exit.
 #   train_gpt_memory_is_flat_on_shards.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 free_kb=$(df -Pk . | awk 'NR == 2 { print $4 }')
@@ -28,7 +29,7 @@ cp big/val.bin small/val.bin
   fail "the 2 GB set is not 2 GB on disk: $(stat -c %s big/train.bin) bytes, $(du -k big/train.bin | cut -f1) KB used"
 
 peak_kb() {  # peak_kb DIR: the run's peak resident KB
-  /usr/bin/time -f '%M' -o "$1.peak" "$build/examples/train_gpt" --data "$1" --tokenizer byte --layers 1 --d-model 32 \
+  /usr/bin/time -f '%M' -o "$1.peak" "$build/examples/train_gpt" --data "$1" --shard-format nanogpt --tokenizer byte --layers 1 --d-model 32 \
     --heads 2 --block-size 64 --batch 8 --steps 20 --eval-every 10 --eval-windows 8 --quiet --save "$1.st" \
     --log "$1.jsonl" --plot "$1.svg" >"$1.out" 2>&1 || fail "train_gpt --data $1 failed: $(cat "$1.out")"
   tail -1 "$1.peak"

@@ -3,7 +3,9 @@
 # validating), the same with a tiny block size (many cuts) giving the very same files, and with
 # GPT-2's tokenizer as many tokens as `tokenize` gives for the whole text; train_gpt trains on the
 # directory, a run stopped by a signal and resumed ends with the uninterrupted run's tensors,
-# and shards without --tokenizer, a resume on changed shards and a broken shard are refused.
+# the shards name their tokenizer (no --tokenizer needed, another one refused naming both), and
+# a resume on shards changed in the middle, a broken shard, a file without a header and a
+# dangling link are refused.
 #   train_gpt_trains_on_token_shards.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 prepare="$build/examples/prepare_text"
@@ -23,10 +25,12 @@ tenth=$(((bytes - 1) / 10))
   fail "the validation part is not the first tenth: $(cat out.txt)"
 grep -q "MB/s" err.txt || fail "no progress on stderr: $(cat err.txt)"
 [ "$(ls shards)" = "$(printf 'train_000000.bin\nval_000000.bin')" ] || fail "the shards: $(ls shards)"
-# The first validation tokens are the text's first bytes, as uint16 after the 32-byte header.
+# The first validation tokens are the text's first bytes, as uint16 after the 32-byte header and
+# the byte tokenizer's description, {"kind":"byte"} (15 bytes, padded to 16).
 [ "$(head -c 8 shards/val_000000.bin)" = agtokens ] || fail "no magic in val_000000.bin"
+[ "$(head -c 47 shards/val_000000.bin | tail -c 15)" = '{"kind":"byte"}' ] || fail "no description in val_000000.bin"
 want=$(od -An -v -N 20 -tu1 tail.txt | tr -s ' \n' ' ')
-got=$(od -An -v -j 32 -N 40 -tu2 shards/val_000000.bin | tr -s ' \n' ' ')
+got=$(od -An -v -j 48 -N 40 -tu2 shards/val_000000.bin | tr -s ' \n' ' ')
 [ "$want" = "$got" ] || fail "val_000000.bin does not start with the text: '$got' against '$want'"
 "$prepare" --data tail.txt "$text" --tokenizer byte --out small --chunk-bytes 7 --shard-tokens 5000 >out.txt 2>err.txt ||
   fail "prepare_text --chunk-bytes 7 failed: $(cat err.txt)"
@@ -43,7 +47,7 @@ else
   echo "GPT-2's files are not in the cache: the gpt2 part is passed over"
 fi
 
-small=(--tokenizer byte --layers 1 --d-model 16 --heads 2 --block-size 16 --batch 4 --eval-windows 4 --quiet)
+small=(--layers 1 --d-model 16 --heads 2 --block-size 16 --batch 4 --eval-windows 4 --quiet)
 gpt() { "$build/examples/train_gpt" --data shards "${small[@]}" "$@"; }
 gpt --steps 3 --eval-every 3 >out.txt 2>&1 || fail "train_gpt on shards failed: $(cat out.txt)"
 grep -q "^data   shards: token shards, train 1 file (attograd), $((bytes - val)) tokens, validation 1 file (attograd), $val tokens" \
@@ -71,12 +75,26 @@ grep -q "interrupted" stopped.txt || fail "the run was not interrupted: $(tail -
 [ "$(grep -o 'validation loss.*' straight.txt)" = "$(grep -o 'validation loss.*' resumed.txt)" ] ||
   fail "the final validation losses differ: $(grep '^final' straight.txt) / $(grep '^final' resumed.txt)"
 
-# Refused: shards without their tokenizer (usage), a resume on changed shards, a broken shard.
+# Refused: another tokenizer than the shards', a resume on shards changed in the middle, a broken
+# shard, a file without a header, a dangling link among the shards.
 status=0
-"$build/examples/train_gpt" --data shards --steps 2 >out.txt 2>&1 || status=$?
-[ "$status" -eq 2 ] && grep -q -- "--tokenizer" out.txt || fail "shards without --tokenizer: exit $status, $(cat out.txt)"
+gpt --tokenizer char --steps 2 >out.txt 2>&1 || status=$?
+[ "$status" -eq 2 ] && grep -q "leave --tokenizer out" out.txt || fail "shards with --tokenizer char: exit $status, $(cat out.txt)"
+if [ -d gpt2 ]; then
+  status=0
+  "$build/examples/train_gpt" --data gpt2 --tokenizer byte --steps 2 >out.txt 2>&1 || status=$?
+  [ "$status" -eq 1 ] && grep -q "made by a bpe tokenizer of 50257 ids" out.txt &&
+    grep -q "(--tokenizer byte) is a byte tokenizer of 256 ids" out.txt ||
+    fail "GPT-2 shards with --tokenizer byte: exit $status, $(cat out.txt)"
+  mkdir both && cp gpt2/train_000000.bin both/a.bin && cp shards/train_000000.bin both/b.bin
+  status=0
+  "$build/examples/train_gpt" --data both --steps 2 >out.txt 2>&1 || status=$?
+  [ "$status" -eq 1 ] && grep -q "different tokenizers" out.txt && grep -q "both/a.bin" out.txt &&
+    grep -q "both/b.bin" out.txt || fail "GPT-2 and byte shards in one set: exit $status, $(cat out.txt)"
+fi
 cp -r shards changed
-printf 'Z' | dd of=changed/train_000000.bin bs=1 seek=40 conv=notrunc status=none
+middle=$((($(stat -c %s changed/train_000000.bin) / 2) & ~1))  # a token's low byte: a control character
+printf '\001' | dd of=changed/train_000000.bin bs=1 seek=$middle conv=notrunc status=none
 status=0
 "$build/examples/train_gpt" --data changed --resume stopped.st --quiet >out.txt 2>&1 || status=$?
 [ "$status" -eq 1 ] && grep -q "'data' entry" out.txt || fail "a resume on changed shards: exit $status, $(cat out.txt)"
@@ -85,4 +103,13 @@ status=0
 gpt --data broken_train.bin --steps 2 >out.txt 2>&1 || status=$?
 [ "$status" -eq 1 ] && grep -q "broken_train.bin" out.txt && grep -q "truncated" out.txt ||
   fail "a truncated shard: exit $status, $(cat out.txt)"
+printf 'Notes of Tuesday: buy milk\n' >notes.bin
+status=0
+gpt --data notes.bin --tokenizer byte --steps 2 >out.txt 2>&1 || status=$?
+[ "$status" -eq 1 ] && grep -q "notes.bin.*no attograd or llm.c header" out.txt && grep -q -- "--shard-format nanogpt" out.txt ||
+  fail "a text named *.bin: exit $status, $(cat out.txt)"
+cp -r shards dangling && ln -s nowhere.bin dangling/zz.bin
+status=0
+gpt --data dangling --steps 2 >out.txt 2>&1 || status=$?
+[ "$status" -eq 1 ] && grep -q "zz.bin.*symbolic link.*does not exist" out.txt || fail "a dangling link: exit $status, $(cat out.txt)"
 finish

@@ -112,6 +112,13 @@ class Tokenizer {
   std::shared_ptr<const BytePairEncoding> bpe_;  // byte-pair encoding
 };
 
+// A tokenizer in a message, told apart from another of the same kind and size by the checksum
+// of its description: "byte tokenizer of 256 ids", "bpe tokenizer of 50257 ids in GPT-2's byte
+// order (description CRC-32C 0a1b2c3d)".
+std::string describe_tokenizer(const Tokenizer& tokenizer);
+// The same of a description (Tokenizer::to_json), or what is wrong with it.
+std::string describe_tokenizer_json(const std::string& json);
+
 // Valid UTF-8 from the bytes of tokens drawn one at a time, for printing as they come: a
 // byte-level token may hold part of a character, or bytes no text holds. push() returns what is
 // complete, each byte that cannot be part of a character as U+FFFD (the replacement character,

@@ -20,8 +20,6 @@ namespace ag {
 
 namespace {
 
-constexpr uint64_t kFingerprintBytes = uint64_t{1} << 20;
-
 std::string quoted(const std::string& path) { return "'" + path + "'"; }
 
 uint32_t load_u32(const unsigned char* p) {
@@ -37,7 +35,20 @@ uint32_t token_at(const unsigned char* p, int width, uint64_t i) {
 [[noreturn]] void token_too_large(const std::string& path, uint64_t offset, uint32_t token, int64_t vocab) {
   throw std::runtime_error("token shard " + quoted(path) + ": the token at byte offset " + std::to_string(offset) +
                            " is " + std::to_string(token) + ", not below the tokenizer's vocabulary of " +
-                           std::to_string(vocab) + " (the shard was made with another tokenizer: give its --tokenizer)");
+                           std::to_string(vocab) + " (the shard was made with another tokenizer, or is damaged)");
+}
+
+// The first bytes of a file, for a message: hex, and the printable ones as text.
+std::string first_bytes(const unsigned char* head, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string hex, text;
+  for (size_t i = 0; i < n; ++i) {
+    hex += (i > 0 ? " " : "");
+    hex += digits[head[i] >> 4];
+    hex += digits[head[i] & 15];
+    text += head[i] >= 0x20 && head[i] < 0x7f ? static_cast<char>(head[i]) : '.';
+  }
+  return hex + " (\"" + text + "\")";
 }
 
 // CRC-32C of bytes [begin, end) of the file, read in bounded pieces; the tokens among them
@@ -72,11 +83,12 @@ void refuse_damaged_magic(const FileReader& file, const ShardInfo& info, const u
   if (info.file_bytes >= kShardHeaderBytes) {
     const uint32_t version = load_u32(head + 8), width = load_u32(head + 12);
     const uint64_t count = load_u64(head + 16);
-    if (version == kShardVersion && (width == 2 || width == 4) &&
-        count == (info.file_bytes - kShardHeaderBytes) / width && kShardHeaderBytes + count * width == info.file_bytes) {
-      throw std::runtime_error(where + "wrong magic at byte offset 0: '" +
-                               std::string(reinterpret_cast<const char*>(head), 8) + "', expected 'agtokens' (the rest "
-                               "of the header is attograd's)");
+    // Version 1 had no description; version 2's tokens begin after it.
+    const uint64_t begin = version == 1 ? kShardHeaderBytes : shard_tokens_offset(load_u32(head + 24));
+    if ((version == 1 || version == kShardVersion) && (width == 2 || width == 4) && count < (uint64_t{1} << 60) &&
+        begin + count * width == info.file_bytes) {
+      throw std::runtime_error(where + "wrong magic at byte offset 0: " + first_bytes(head, 8) +
+                               ", expected 'agtokens' (the rest of the header is attograd's)");
     }
   }
   if (info.file_bytes >= kLlmcHeaderBytes) {
@@ -118,8 +130,10 @@ const char* shard_layout_name(ShardLayout layout) {
 
 int shard_token_bytes(int64_t vocab) { return vocab <= 65536 ? 2 : 4; }
 
-ShardInfo inspect_shard(const std::string& path, int64_t vocab) {
-  const FileReader file(path);  // refuses what is not a regular file, naming it
+namespace {
+
+// The header of an open file (see the top); tokens not read.
+ShardInfo read_header(const FileReader& file, const std::string& path, ShardFormat format) {
   ShardInfo info;
   info.path = path;
   info.file_bytes = file.size();
@@ -139,6 +153,11 @@ ShardInfo inspect_shard(const std::string& path, int64_t vocab) {
     info.layout = ShardLayout::attograd;
     need_header(kShardHeaderBytes, "attograd");
     const uint32_t version = load_u32(head + 8), width = load_u32(head + 12);
+    if (version == 1) {
+      throw std::runtime_error(where + "version 1 at byte offset 8: written before shards recorded the tokenizer "
+                               "that made them, so what its tokens mean is unknown; make the shards again with "
+                               "prepare_text");
+    }
     if (version != kShardVersion) {
       throw std::runtime_error(where + "version " + std::to_string(version) + " at byte offset 8, this reader knows " +
                                std::to_string(kShardVersion));
@@ -147,9 +166,25 @@ ShardInfo inspect_shard(const std::string& path, int64_t vocab) {
       throw std::runtime_error(where + "bytes per token " + std::to_string(width) +
                                " at byte offset 12, expected 2 (uint16) or 4 (uint32)");
     }
-    info.header_bytes = kShardHeaderBytes;
     info.token_bytes = static_cast<int>(width);
     declared = load_u64(head + 16);
+    const uint64_t described = load_u32(head + 24);
+    if (described == 0 || described > kMaxShardTokenizerBytes ||
+        shard_tokens_offset(described) > info.file_bytes) {
+      throw std::runtime_error(where + "the tokenizer's description at byte offset 24 is said to hold " +
+                               std::to_string(described) + " bytes; expected 1 to " +
+                               std::to_string(std::min(kMaxShardTokenizerBytes, info.file_bytes - kShardHeaderBytes)) +
+                               " (the file has " + std::to_string(info.file_bytes) + " bytes)");
+    }
+    info.tokenizer.resize(described);
+    file.read(kShardHeaderBytes, info.tokenizer.data(), described);
+    const uint32_t recorded = load_u32(head + 28), actual = crc32c(info.tokenizer.data(), described);
+    if (recorded != actual) {
+      throw std::runtime_error(where + "the tokenizer's description (bytes " + std::to_string(kShardHeaderBytes) + " to " +
+                               std::to_string(kShardHeaderBytes + described) + ") has CRC-32C " + std::to_string(actual) +
+                               ", the header at byte offset 28 records " + std::to_string(recorded) + ": damaged");
+    }
+    info.header_bytes = shard_tokens_offset(described);
   } else if (info.file_bytes >= 4 && static_cast<int32_t>(load_u32(head)) == kLlmcShardMagic) {
     info.layout = ShardLayout::llmc;
     need_header(kLlmcHeaderBytes, "llm.c");
@@ -164,9 +199,14 @@ ShardInfo inspect_shard(const std::string& path, int64_t vocab) {
   } else {
     info.layout = ShardLayout::nanogpt;
     refuse_damaged_magic(file, info, head);
+    if (format != ShardFormat::nanogpt) {
+      throw std::runtime_error(where + "no attograd or llm.c header: its first bytes are " +
+                               first_bytes(head, std::min<uint64_t>(8, info.file_bytes)) +
+                               ". Not a token shard, or nanoGPT's raw uint16 tokens, read only when asked for "
+                               "(train_gpt --shard-format nanogpt)");
+    }
     if (info.file_bytes % 2 != 0) {
-      throw std::runtime_error(where + "no attograd or llm.c magic at byte offset 0, and as nanoGPT's raw uint16 "
-                               "tokens its size " + std::to_string(info.file_bytes) +
+      throw std::runtime_error(where + "as nanoGPT's raw uint16 tokens its size " + std::to_string(info.file_bytes) +
                                " is odd: truncated, or not a token file (the last token would start at byte offset " +
                                std::to_string(info.file_bytes - 1) + ")");
     }
@@ -182,14 +222,25 @@ ShardInfo inspect_shard(const std::string& path, int64_t vocab) {
                              (expected > info.file_bytes ? " (truncated)" : " (bytes after the tokens)"));
   }
   if (info.tokens == 0) throw std::runtime_error(where + "holds no tokens");
-  const uint64_t head_end = std::min(info.file_bytes, kFingerprintBytes);
-  const uint64_t tail_begin = info.file_bytes - head_end;
-  info.crc32c_head = checked_crc(file, info, 0, head_end, vocab);
-  info.crc32c_tail = checked_crc(file, info, tail_begin, info.file_bytes, vocab);
   return info;
 }
 
-TokenShard::TokenShard(const std::string& path, int64_t vocab) : info_(inspect_shard(path, vocab)), vocab_(vocab) {
+}  // namespace
+
+ShardInfo read_shard_header(const std::string& path, ShardFormat format) {
+  const FileReader file(path);  // refuses what is not a regular file, naming it
+  return read_header(file, path, format);
+}
+
+ShardInfo inspect_shard(const std::string& path, int64_t vocab, ShardFormat format) {
+  const FileReader file(path);
+  ShardInfo info = read_header(file, path, format);
+  info.crc32c = checked_crc(file, info, 0, info.file_bytes, vocab);
+  return info;
+}
+
+TokenShard::TokenShard(const std::string& path, int64_t vocab, ShardFormat format)
+    : info_(inspect_shard(path, vocab, format)), vocab_(vocab) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error("token shard " + quoted(path) + ": cannot open: " + std::strerror(errno));
   map_bytes_ = info_.file_bytes;
@@ -290,9 +341,20 @@ std::vector<std::string> list_token_shards(const std::vector<std::string>& argum
     std::vector<std::string> here;
     for (const fs::directory_entry& e : fs::directory_iterator(a, ec)) {
       const std::string name = e.path().filename().string();
-      if (e.is_regular_file(ec) && name.size() > 4 && name.compare(name.size() - 4, 4, ".bin") == 0) {
-        here.push_back(e.path().string());
+      if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".bin") != 0) continue;
+      std::error_code kind;
+      if (!e.is_regular_file(kind)) {
+        // A name that says shard and a file that is not one: a link to nothing, a folder, a pipe.
+        std::error_code link;
+        const bool is_link = e.is_symlink(link);
+        throw std::runtime_error("token shards: " + quoted(e.path().string()) + " in " + quoted(a) + " is " +
+                                 (is_link && !fs::exists(e.path(), link)
+                                      ? "a symbolic link to " + quoted(fs::read_symlink(e.path(), link).string()) +
+                                            ", which does not exist"
+                                      : std::string("not a regular file")) +
+                                 " (move it out of the folder, or name the shards one by one)");
       }
+      here.push_back(e.path().string());
     }
     if (ec) throw std::runtime_error("token shards: cannot list " + quoted(a) + ": " + ec.message());
     if (here.empty()) throw std::runtime_error("token shards: the directory " + quoted(a) + " holds no *.bin file");
@@ -303,14 +365,43 @@ std::vector<std::string> list_token_shards(const std::vector<std::string>& argum
   return files;
 }
 
-ShardSet open_shard_set(const std::vector<std::string>& arguments, int64_t vocab, double train_fraction) {
+namespace {
+
+// The description the files agree on; runtime_error naming two that differ.
+std::string agreed_tokenizer(const std::vector<ShardInfo>& infos) {
+  for (const ShardInfo& i : infos) {
+    const ShardInfo& first = infos.front();
+    if (i.tokenizer == first.tokenizer) continue;
+    const auto says = [](const ShardInfo& s) {
+      return quoted(s.path) + (s.tokenizer.empty() ? std::string(" (") + shard_layout_name(s.layout) +
+                                                          "'s layout) records no tokenizer"
+                                                    : " records " + describe_tokenizer_json(s.tokenizer));
+    };
+    throw std::runtime_error("token shards: the files were made by different tokenizers: " + says(first) + ", " +
+                             says(i) + " (give the files of one prepare_text run)");
+  }
+  return infos.front().tokenizer;
+}
+
+}  // namespace
+
+std::string shard_set_tokenizer(const std::vector<std::string>& arguments, ShardFormat format) {
+  std::vector<ShardInfo> infos;
+  for (const std::string& path : list_token_shards(arguments)) infos.push_back(read_shard_header(path, format));
+  return agreed_tokenizer(infos);
+}
+
+ShardSet open_shard_set(const std::vector<std::string>& arguments, int64_t vocab, double train_fraction,
+                        ShardFormat format) {
   if (!(train_fraction > 0 && train_fraction < 1)) {
     throw std::invalid_argument("open_shard_set: train_fraction must lie in (0, 1), got " + std::to_string(train_fraction));
   }
   ShardSet set;
+  // The headers agree before any file is read whole.
+  set.tokenizer = shard_set_tokenizer(arguments, format);
   std::vector<std::shared_ptr<const TokenShard>> train, val;
   for (const std::string& path : list_token_shards(arguments)) {
-    auto shard = std::make_shared<const TokenShard>(path, vocab);
+    auto shard = std::make_shared<const TokenShard>(path, vocab, format);
     if (is_validation_shard(path)) {
       set.val_files.push_back(shard->info());
       val.push_back(std::move(shard));

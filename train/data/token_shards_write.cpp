@@ -7,6 +7,7 @@
 
 #include "attograd/train/data/token_shards.h"
 #include "attograd/train/io/atomic_file.h"
+#include "attograd/train/io/crc32c.h"
 
 namespace ag {
 
@@ -16,14 +17,22 @@ struct ShardWriter::Impl {
   explicit Impl(const std::string& path) : file(path) {}
 };
 
-ShardWriter::ShardWriter(const std::string& path, int token_bytes)
-    : impl_(std::make_unique<Impl>(path)), token_bytes_(token_bytes) {
+ShardWriter::ShardWriter(const std::string& path, int token_bytes, const std::string& tokenizer)
+    : token_bytes_(token_bytes), tokenizer_(tokenizer) {
   if (token_bytes != 2 && token_bytes != 4) {
     throw std::invalid_argument("ShardWriter: bytes per token must be 2 or 4, got " + std::to_string(token_bytes));
   }
-  // The header with a count of 0 for now; commit() writes the real one.
+  if (tokenizer.empty() || tokenizer.size() > kMaxShardTokenizerBytes) {
+    throw std::invalid_argument("ShardWriter: the tokenizer's description must hold 1 to " +
+                                std::to_string(kMaxShardTokenizerBytes) + " bytes, got " + std::to_string(tokenizer.size()));
+  }
+  impl_ = std::make_unique<Impl>(path);
+  // The header with a count of 0 for now (commit() writes the real one), the description and
+  // its padding.
   const unsigned char zeros[kShardHeaderBytes] = {};
   impl_->file.write(zeros, sizeof zeros);
+  impl_->file.write(tokenizer.data(), tokenizer.size());
+  impl_->file.write(zeros, shard_tokens_offset(tokenizer.size()) - kShardHeaderBytes - tokenizer.size());
 }
 
 ShardWriter::~ShardWriter() = default;
@@ -54,6 +63,8 @@ void ShardWriter::commit() {
   put(8, kShardVersion, 4);
   put(12, static_cast<uint64_t>(token_bytes_), 4);
   put(16, count_, 8);
+  put(24, tokenizer_.size(), 4);
+  put(28, crc32c(tokenizer_.data(), tokenizer_.size()), 4);
   impl_->file.write_at(0, header, sizeof header);
   impl_->file.commit();
 }

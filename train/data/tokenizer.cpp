@@ -12,6 +12,7 @@
 #include "attograd/core/threads.h"
 #include "attograd/train/data/bpe.h"
 #include "attograd/train/data/utf8.h"
+#include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/json_text.h"
 
 namespace ag {
@@ -126,6 +127,26 @@ std::string Tokenizer::to_json() const {
   // checkpoint's metadata; JSON escapes the control characters.
   if (kind_ == Kind::characters) j["symbols"] = symbols_;
   return j.dump();
+}
+
+std::string describe_tokenizer(const Tokenizer& tokenizer) {
+  std::string out = std::string(tokenizer.kind_name()) + " tokenizer of " + std::to_string(tokenizer.vocab_size()) + " ids";
+  if (tokenizer.kind() == Tokenizer::Kind::bytes) return out;
+  if (tokenizer.kind() == Tokenizer::Kind::bpe && tokenizer.byte_pairs().byte_order() == ByteOrder::gpt2) {
+    out += " in GPT-2's byte order";
+  }
+  const std::string json = tokenizer.to_json();
+  char crc[16];
+  std::snprintf(crc, sizeof crc, "%08x", crc32c(json.data(), json.size()));
+  return out + " (description CRC-32C " + crc + ")";
+}
+
+std::string describe_tokenizer_json(const std::string& json) {
+  try {
+    return describe_tokenizer(Tokenizer::from_json(json));
+  } catch (const std::exception& e) {
+    return std::string("description that does not read as a tokenizer (") + e.what() + ")";
+  }
 }
 
 Tokenizer Tokenizer::from_json(const std::string& json) {
