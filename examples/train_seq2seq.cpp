@@ -51,7 +51,8 @@ int run(const TrainSeq2SeqArgs& a) {
   const TrainerOptions& t = run.trainer;
   run.check_fits(task.batch_size, estimate_training_memory(m, task, t, a.eval_sequences),
                    "the size is driven by --d-model, --d-ff, --d-k, --d-v, --encoder-layers, --decoder-layers and "
-                   "--symbols (parameters and optimizer state) and by --batch, --max-len and --heads (activations)");
+                   "--symbols (parameters and optimizer state), by --batch, --max-len and --heads (activations) and by "
+                   "--eval-sequences and --max-len (the held-out set, kept for the run)");
   std::ostringstream title, about;
   title << seq2seq_task_name(task.kind) << ": lengths " << task.min_len << "-" << task.max_len << ", d_model "
         << m.d_model << ", " << layers << " layers";

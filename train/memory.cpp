@@ -117,6 +117,7 @@ std::string MemoryEstimate::breakdown() const {
   os << "parameters " << format_bytes(parameters) << ", gradients " << format_bytes(gradients) << ", optimizer state "
      << format_bytes(optimizer_state) << ", activations " << format_bytes(activations) << ", evaluation "
      << format_bytes(evaluation) << " (" << eval_rows << (eval_rows == 1 ? " row" : " rows") << " at once)";
+  if (held_out > 0) os << ", held-out set " << format_bytes(held_out);
   return os.str();
 }
 
@@ -184,7 +185,11 @@ MemoryEstimate estimate_training_memory(const Seq2SeqOptions& model, const Seq2S
   const double activations = 1.5 * static_cast<double>(task.batch_size) * per_row * kFloat;
   const int64_t rows = std::min<int64_t>(eval_sequences, 256);  // the held-out set's batches
   const double evaluation = static_cast<double>(rows) * t * (block * 2 + 2 * vocab) * kFloat;
-  return estimate(parameter_count(model), activations, evaluation, rows, trainer);
+  MemoryEstimate e = estimate(parameter_count(model), activations, evaluation, rows, trainer);
+  // The job keeps its held-out sources and targets for the whole run: int64 sources of up to
+  // max_len tokens, targets in and out of up to max_len + 1, the two lengths, and the vectors' slack.
+  e.held_out = static_cast<double>(eval_sequences) * (4 * t + 4) * 8;  // (3 t + 4) measured a quarter short
+  return e;
 }
 
 double available_memory_bytes() {

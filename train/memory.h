@@ -37,9 +37,12 @@ struct MemoryEstimate {
   double activations = 0;      // one training step's forward + backward
   double evaluation = 0;       // one chunk of held-out rows
   int64_t eval_rows = 0;       // rows evaluated at once (see eval_rows_for)
+  double held_out = 0;         // a held-out set kept for the whole run (the seq2seq job's)
 
   // Evaluation runs after a step's activations are freed: the two never coexist.
-  double total() const { return parameters + gradients + optimizer_state + std::max(activations, evaluation); }
+  double total() const {
+    return parameters + gradients + optimizer_state + held_out + std::max(activations, evaluation);
+  }
   // "parameters 1.2 MiB, gradients 1.2 MiB, ...": the breakdown for messages.
   std::string breakdown() const;
 };

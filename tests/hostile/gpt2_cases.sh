@@ -396,3 +396,9 @@ for _ in $(seq 1 64); do printf 'y\0'; done |
   dd of="$S9/long/train_000000.bin" bs=1 seek=$(((size / 2) & ~1)) conv=notrunc status=none
 BIN=$GPT run error "'data' entry|crc32c" "train_gpt --resume after 64 tokens changed in the middle of a 6 MB shard" \
   --data "$S9/long" --resume "$S9/long.ck" --steps 4 --quiet
+
+# train_seq2seq keeps its held-out set for the whole run: 2^20 sequences of 1024 tokens are
+# estimated (and refused) before they are made.
+VMEM_KB=$((8 * 1024 * 1024)) BIN=$work/bin/examples/train_seq2seq run error "held-out set|--eval-sequences" \
+  "train_seq2seq --eval-sequences 1048576 --max-len 1024 --batch 1 (a held-out set of 32 GiB)" \
+  --eval-sequences 1048576 --max-len 1024 --batch 1 --steps 2 --quiet

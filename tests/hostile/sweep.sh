@@ -69,7 +69,7 @@ snapshot_binary() {
   mkdir -p "$work/bin/examples"
   while ((tries < 60)); do
     copied=1
-    for name in train_sequence train_gpt generate train_bpe export_gpt tokenize evaluate prepare_text; do
+    for name in train_sequence train_seq2seq train_gpt generate train_bpe export_gpt tokenize evaluate prepare_text; do
       [[ -x $build/examples/$name ]] && cp -p "$build/examples/$name" "$work/bin/examples/" 2>/dev/null || copied=0
     done
     if ((copied)) && { [[ ! -e $build/libattograd.so ]] || cp "$build/libattograd.so" "$work/bin/" 2>/dev/null; } &&
