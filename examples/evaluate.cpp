@@ -8,9 +8,13 @@
 // The text is read as train_gpt reads it (files joined in order, or a corpus name) and encoded
 // with the checkpoint's tokenizer. --quantize int8 scores the model with int8 weights
 // (GPT::quantize_int8), to see what quantization costs in perplexity. A fine-tuning checkpoint
-// comes with its adapters (and its base, when it holds only the adapter).
+// comes with its adapters (and its base, when it holds only the adapter). On a terminal a
+// progress line (windows done, tokens/s, time, ETA) is redrawn on stderr while the windows run.
 // Exit codes: 0 done, 1 error (a file), 2 bad command line.
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <string>
@@ -23,6 +27,7 @@
 #include "attograd/train/eval_text.h"
 #include "attograd/train/gpt_job.h"
 #include "attograd/train/memory.h"
+#include "attograd/train/report/progress.h"
 #include "quantize_flag.h"
 #include "threads_flag.h"
 #include "tool_main.h"
@@ -81,8 +86,23 @@ int run(const Args& a) {
                      " is available beside the model; " +
                      (fits > 0 ? "--batch " + std::to_string(fits) + " fits" : "not even one window fits"));
   }
+  // On a terminal, a progress line on stderr (rewritten in place, erased at the end): a long
+  // text on a large model takes minutes. Rank 0 speaks for the processes, which share the work.
+  const bool tty = comm.is_root() && ::isatty(STDERR_FILENO) == 1;
+  const auto start = std::chrono::steady_clock::now();
+  const auto progress = [&](int64_t done, int64_t total) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double per_window = seconds / static_cast<double>(std::max<int64_t>(done, 1));
+    std::cerr << "\r\033[Kevaluate: window " << done << "/" << total << " " << 100 * done / std::max<int64_t>(total, 1)
+              << "% | " << format_rate(static_cast<double>(done * window) / std::max(seconds, 1e-9)) << " tok/s | "
+              << format_duration(seconds) << " | ETA " << format_duration(per_window * static_cast<double>(total - done))
+              << std::flush;
+  };
+  if (tty) std::cerr << "evaluate: scoring " << windows << " windows of up to " << window << " tokens..." << std::flush;
   const TextScore s = sliding_window_perplexity(*loaded.model, tokens, loaded.tokenizer.token_bytes(),
-                                                {.window = window, .stride = a.stride, .batch = a.batch}, Ranks(&comm));
+                                                {.window = window, .stride = a.stride, .batch = a.batch}, Ranks(&comm),
+                                                tty ? WindowProgress(progress) : WindowProgress());
+  if (tty) std::cerr << "\r\033[K" << std::flush;
   std::string names;
   for (const std::string& d : a.data) names += (names.empty() ? "" : " + ") + d;
   std::cout << "model      " << a.checkpoint << " (step " << loaded.step << "), GPT " << m.n_layers << " layers, d_model "

@@ -65,7 +65,7 @@ std::vector<ScoredWindow> sliding_windows(int64_t tokens, int64_t window, int64_
 
 TextScore sliding_window_perplexity(GPT& model, const std::vector<int64_t>& tokens,
                                     const std::vector<int64_t>& token_bytes, const SlidingWindowOptions& options,
-                                    const Ranks& ranks) {
+                                    const Ranks& ranks, const WindowProgress& on_batch) {
   const GPTOptions& m = model.options();
   const int64_t window = options.window == 0 ? m.block_size : options.window;
   if (window > m.block_size) {
@@ -114,6 +114,7 @@ TextScore sliding_window_perplexity(GPT& model, const std::vector<int64_t>& toke
       for (int64_t t = w.first_scored; t < w.end; ++t) bytes += token_bytes[static_cast<size_t>(tokens[static_cast<size_t>(t)])];
     }
     i += rows;
+    if (on_batch) on_batch(i - mine.begin, mine.rows);
   }
   std::vector<double> sums{nats, static_cast<double>(scored), static_cast<double>(bytes)};
   if (ranks.size() > 1) ranks.sum(sums);

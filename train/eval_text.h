@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "attograd/models/gpt.h"
@@ -35,6 +36,10 @@ struct SlidingWindowOptions {
   int64_t stride = 0;  // in [1, window]
   int64_t batch = 8;   // windows per forward pass
 };
+
+// Called after each forward pass with this process's windows done and its share of them (for a
+// progress line).
+using WindowProgress = std::function<void(int64_t done, int64_t total)>;
 
 struct TextScore {
   int64_t windows = 0;
@@ -62,6 +67,6 @@ std::vector<ScoredWindow> sliding_windows(int64_t tokens, int64_t window, int64_
 // the vocabulary, and as sliding_windows.
 TextScore sliding_window_perplexity(GPT& model, const std::vector<int64_t>& tokens,
                                     const std::vector<int64_t>& token_bytes, const SlidingWindowOptions& options,
-                                    const Ranks& ranks = Ranks());
+                                    const Ranks& ranks = Ranks(), const WindowProgress& on_batch = {});
 
 }  // namespace ag
