@@ -29,6 +29,7 @@
 #include "attograd/train/memory.h"
 #include "attograd/train/report/progress.h"
 #include "quantize_flag.h"
+#include "weights_flags.h"
 #include "threads_flag.h"
 #include "tool_main.h"
 
@@ -44,6 +45,7 @@ struct Args {
   int64_t batch = 8;
   std::string threads = "auto";
   std::string quantize = "none";
+  GPTFileHints hints;  // for weights of another tool
 };
 
 int run(const Args& a) {
@@ -51,7 +53,8 @@ int run(const Args& a) {
   if (!comm.is_root()) std::cout.rdbuf(nullptr);  // rank 0 alone prints
   set_num_threads(parse_threads(a.threads));
   if (comm.is_root()) std::cerr << blas_kernel_note();
-  LoadedGPT loaded = load_gpt_checkpoint(a.checkpoint);
+  LoadedGPTFile file = load_gpt(a.checkpoint, a.hints);
+  LoadedGPT& loaded = file.gpt;
   apply_quantize(*loaded.model, a.quantize);
   const GPTOptions& m = loaded.model->options();
   const int64_t window = a.block_size == 0 ? m.block_size : a.block_size;
@@ -105,7 +108,10 @@ int run(const Args& a) {
   if (tty) std::cerr << "\r\033[K" << std::flush;
   std::string names;
   for (const std::string& d : a.data) names += (names.empty() ? "" : " + ") + d;
-  std::cout << "model      " << a.checkpoint << " (step " << loaded.step << "), GPT " << m.n_layers << " layers, d_model "
+  const std::string origin = file.layout == GPTWeightsLayout::attograd
+                                 ? "step " + std::to_string(loaded.step)
+                                 : std::string(gpt_weights_layout_name(file.layout)) + " weights; " + file.shape_from;
+  std::cout << "model      " << a.checkpoint << " (" << origin << "), GPT " << m.n_layers << " layers, d_model "
             << m.d_model << ", context " << m.block_size
             << (a.quantize == "int8" ? ", int8 weights" : "") << "\n"
             << "text       " << names << ": " << corpus.text.size() << " bytes, " << tokens.size() << " tokens ("
@@ -128,7 +134,9 @@ int main(int argc, char** argv) {
   Args args;
   CLI::App app{"Sliding-window perplexity of a GPT checkpoint over a text: nats per token, perplexity, bits per byte.",
                tool_name(argc, argv, "evaluate")};
-  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")
+  app.add_option("--checkpoint", args.checkpoint,
+                 "a checkpoint written by train_gpt, or GPT-2 weights of another tool: a Hugging Face directory or "
+                 "model.safetensors, a nanoGPT state_dict as safetensors, an llm.c .bin")
       ->required()
       ->check(nonempty_path());
   app.add_option("--data", args.data,
@@ -146,5 +154,6 @@ int main(int argc, char** argv) {
       ->check(integer_in<int64_t>(1, int64_t{1} << 16));
   add_threads_flag(app, args.threads, "threads for the forward passes");
   add_quantize_flag(app, args.quantize);
+  add_weights_flags(app, args.hints);
   return tool_main(app, argc, argv, [&] { return run(args); });
 }

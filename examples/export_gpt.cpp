@@ -1,6 +1,8 @@
 // export_gpt: writes a GPT trained here in a layout other tools read: Hugging Face's GPT-2
 // (a directory with model.safetensors and config.json, for transformers' GPT2LMHeadModel) or
-// llm.c's .bin (version 3, float32). train/io/gpt_weights.h says what each holds.
+// llm.c's .bin (version 3, float32). train/io/gpt_weights.h says what each holds. The input may
+// also be another tool's weights (train/gpt_load.h), to convert between the layouts:
+//   build/examples/export_gpt --checkpoint gpt2/ --format llmc --out gpt2_124M.bin
 //
 //   build/examples/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format hf --out gpt2-export
 //   build/examples/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format llmc --out model.bin
@@ -10,17 +12,21 @@
 // trained with --tokenizer gpt2 reads GPT-2's, which the other tools have. A file that exists is
 // replaced only with --overwrite; the checkpoint and its base weights never are. Exit codes: 0
 // done, 1 error (a file, a model the format cannot express), 2 bad command line.
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "attograd/layers/lora.h"
 #include "attograd/train/finetune.h"
 #include "attograd/train/gpt_job.h"
+#include "attograd/train/gpt_load.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/outputs.h"
 #include "attograd/train/io/gpt_weights.h"
 #include "tool_main.h"
+#include "weights_flags.h"
 
 namespace {
 
@@ -29,6 +35,7 @@ using namespace ag;
 struct Args {
   std::string checkpoint, format, out;
   bool overwrite = false;
+  GPTFileHints hints;  // for weights of another tool (the tokenizer is not needed)
 };
 
 int run(const Args& args) {
@@ -50,12 +57,24 @@ int run(const Args& args) {
   } else {
     files.push_back({"--out", args.out, OutputKind::file});
   }
+  // The weights: a checkpoint of ours, or another tool's file or Hugging Face directory.
+  namespace fs = std::filesystem;
   std::vector<InputFile> inputs;
-  inputs.push_back({"--checkpoint", args.checkpoint, InputKind::file});
-  const Checkpoint checkpoint = Checkpoint::open(args.checkpoint);
-  if (checkpoint.has_entry("finetune")) {
-    const std::string base = finetune_options_from(checkpoint).init_from;
-    if (!base.empty()) inputs.push_back({"the checkpoint's base weights", base, InputKind::file});
+  std::error_code ec;
+  const bool directory = fs::is_directory(args.checkpoint, ec);
+  const std::string weights = directory ? (fs::path(args.checkpoint) / "model.safetensors").string() : args.checkpoint;
+  inputs.push_back({"--checkpoint", weights, InputKind::file});
+  const fs::path config = fs::path(weights).parent_path() / "config.json";
+  if (fs::is_regular_file(config, ec)) inputs.push_back({"--checkpoint's config.json", config.string(), InputKind::file});
+  const bool ours = !(directory && !fs::is_regular_file(weights, ec)) &&
+                    gpt_weights_layout(weights) == GPTWeightsLayout::attograd;
+  std::optional<Checkpoint> checkpoint;
+  if (ours) {
+    checkpoint.emplace(Checkpoint::open(weights));
+    if (checkpoint->has_entry("finetune")) {
+      const std::string base = finetune_options_from(*checkpoint).init_from;
+      if (!base.empty()) inputs.push_back({"the checkpoint's base weights", base, InputKind::file});
+    }
   }
   const OutputLocks locks = [&] {
     try {
@@ -64,7 +83,9 @@ int run(const Args& args) {
       throw UsageError(e.what());
     }
   }();
-  const LoadedGPT loaded = load_gpt_checkpoint(checkpoint);
+  GPTFileHints hints = args.hints;
+  hints.need_tokenizer = false;  // the formats hold no tokenizer
+  const LoadedGPT loaded = ours ? load_gpt_checkpoint(*checkpoint) : load_gpt(args.checkpoint, hints).gpt;
   const GPTOptions& o = loaded.model->options();
   // A fine-tuned model's function is its base weight plus the adapters' low-rank update: the
   // formats hold plain weights, so each W becomes W + (alpha / r) B A before it is written.
@@ -86,7 +107,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Writes a GPT checkpoint in Hugging Face's GPT-2 layout (model.safetensors + config.json) or as "
                "llm.c's .bin.",
                tool_name(argc, argv, "export_gpt")};
-  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")
+  app.add_option("--checkpoint", args.checkpoint,
+                 "a checkpoint written by train_gpt, or GPT-2 weights of another tool: a Hugging Face directory or "
+                 "model.safetensors, a nanoGPT state_dict as safetensors, an llm.c .bin")
       ->required()
       ->check(nonempty_path());
   app.add_option("--format", args.format, "hf (a directory: model.safetensors, config.json) or llmc (one .bin file)")
@@ -95,5 +118,6 @@ int main(int argc, char** argv) {
       ->required()
       ->check(nonempty_path());
   app.add_flag("--overwrite", args.overwrite, "replace the files of an earlier export (or others of those names)");
+  add_weights_flags(app, args.hints, /*with_tokenizer=*/false);
   return tool_main(app, argc, argv, [&] { return run(args); });
 }

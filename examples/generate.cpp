@@ -35,6 +35,7 @@
 #include "attograd/train/data/text.h"
 #include "attograd/train/io/atomic_file.h"
 #include "quantize_flag.h"
+#include "weights_flags.h"
 #include "threads_flag.h"
 #include "tool_main.h"
 
@@ -50,6 +51,7 @@ struct Args {
   bool no_cache = false;
   std::string threads = "auto";
   std::string quantize = "none";
+  GPTFileHints hints;  // for weights of another tool
 };
 
 // The characters of `prompt` the tokenizer does not know, each once, in order of appearance.
@@ -91,7 +93,7 @@ int run(const Args& args) {
   if (::fcntl(STDOUT_FILENO, F_GETFD) < 0) throw stdout_error(errno);
   set_num_threads(parse_threads(args.threads));
   std::cerr << blas_kernel_note();  // stdout holds the text alone
-  LoadedGPT loaded = load_gpt_checkpoint(args.checkpoint);  // refuses other kinds of checkpoint by name
+  LoadedGPT loaded = load_gpt(args.checkpoint, args.hints).gpt;  // refuses other kinds of checkpoint by name
   GPT& model = *loaded.model;
   apply_quantize(model, args.quantize);
   const Tokenizer& tok = loaded.tokenizer;
@@ -133,7 +135,9 @@ int main(int argc, char** argv) {
   Args args;
   CLI::App app{"Continues a prompt with a GPT checkpoint written by train_gpt, printing tokens as they come.",
                tool_name(argc, argv, "generate")};
-  app.add_option("--checkpoint", args.checkpoint, "a checkpoint written by train_gpt")
+  app.add_option("--checkpoint", args.checkpoint,
+                 "a checkpoint written by train_gpt, or GPT-2 weights of another tool: a Hugging Face directory or "
+                 "model.safetensors, a nanoGPT state_dict as safetensors, an llm.c .bin")
       ->required()
       ->check(nonempty_path());
   app.add_option("--prompt", args.prompt, "the text to continue (at least one character)")->required();
@@ -154,6 +158,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-cache", args.no_cache, "recompute the whole window for every token (same tokens, slower)");
   add_threads_flag(app, args.threads, "threads for matrix products");
   add_quantize_flag(app, args.quantize);
+  add_weights_flags(app, args.hints);
   return tool_main(app, argc, argv, [&] {
     if (args.prompt.empty()) {
       throw UsageError("--prompt: is empty; the model needs at least one character to continue (try --prompt \"\\n\")");

@@ -89,4 +89,23 @@ void write_gpt_weights(GPT& model, GPTExportFormat format, const std::string& ou
 // express them. std::runtime_error naming the file and the key.
 GPTOptions gpt_options_from_hf_config(const std::string& config_path);
 
+// The network a weight file of another tool describes, for using it without a checkpoint
+// (generate, evaluate, export_gpt). llm.c's header says everything (the tanh GELU is its only
+// activation). A Hugging Face or nanoGPT safetensors file gives its layers, width, context,
+// vocabulary and biases by its tensors' shapes; its heads and activation come from the
+// config.json beside it (`config`, when not empty; what gpt_options_from_hf_config reads, and the
+// file must agree with it), else from `n_head` (0: d_model / 64, GPT-2's head size, for a
+// Hugging Face file; a nanoGPT file must be told) and `activation` (empty: the tanh GELU for
+// Hugging Face, as GPT-2's gelu_new; the exact GELU for nanoGPT, its nn.GELU). An attograd
+// checkpoint is refused: its options are its own (load_gpt_checkpoint). std::runtime_error naming
+// the file; std::invalid_argument when n_head does not divide the width.
+struct GPTFileShape {
+  GPTOptions options;
+  GPTWeightsLayout layout = GPTWeightsLayout::hugging_face;
+  std::string heads_from;       // "the file's header", "config.json", "--heads", "d_model / 64"
+  std::string activation_from;  // likewise
+};
+GPTFileShape gpt_shape_of_weights(const std::string& path, const std::string& config = "", int64_t n_head = 0,
+                                  const std::string& activation = "");
+
 }  // namespace ag
