@@ -14,7 +14,7 @@
 #include "attograd/core/rng.h"
 #include "attograd/core/threads.h"
 #include "attograd/train/report/metrics_log.h"
-#include "attograd/train/report/plot.h"
+#include "attograd/train/report/observers.h"
 #include "attograd/train/report/progress.h"
 
 namespace ag {
@@ -202,15 +202,24 @@ TrainSummary Trainer::run() {
   join_ranks();
   const RunClock::Session session = clock_.start();
 
-  std::optional<MetricsLog> log = open_metrics_log(outputs_.log_path, resumed_, step_);
-  std::optional<ProgressDisplay> display;
-  if (outputs_.progress != nullptr) display.emplace(*outputs_.progress, outputs_.interactive, options_.eval_every);
-  ProgressInfo info;
-  info.total_steps = options_.steps;
+  // The reports: the progress line, the metrics log and the plot, then the caller's observers.
+  std::optional<ProgressObserver> progress;
+  std::optional<MetricsLogObserver> log;
+  std::optional<PlotObserver> plot;
+  std::vector<TrainingObserver*> observers;
+  if (outputs_.progress != nullptr) {
+    observers.push_back(&progress.emplace(*outputs_.progress, outputs_.interactive, options_.eval_every));
+  }
+  if (!outputs_.log_path.empty()) {
+    observers.push_back(&log.emplace(outputs_.log_path));
+    if (!outputs_.plot_path.empty()) observers.push_back(&plot.emplace(outputs_.plot_path, outputs_.plot_title, *log));
+  }
+  observers.insert(observers.end(), outputs_.observers.begin(), outputs_.observers.end());
+  for (TrainingObserver* o : observers) o->on_run_start(step_, resumed_);
   bool have_eval = false;
 
-  // Evaluates, closes the metrics window into a row, and writes the log, the plot and (after
-  // an update) the checkpoint. `last` is the update just made, null before the first one.
+  // Evaluates, closes the metrics window into a row, reports it and (after an update) saves the
+  // checkpoint. `last` is the update just made, null before the first one.
   const auto record = [&](const StepResult* last, double tokens_per_s) {
     summary.eval = evaluate();
     have_eval = true;
@@ -239,20 +248,8 @@ TrainSummary Trainer::run() {
     summary.train_loss = row.train_loss;
     window_loss_sum_ = 0;
     window_steps_ = 0;
-    if (log) {
-      log->append(row);
-      if (!outputs_.plot_path.empty()) write_metrics_plot(outputs_.plot_path, log->rows(), {.title = outputs_.plot_title});
-    }
+    for (TrainingObserver* o : observers) o->on_evaluation(row, summary.eval);
     if (last != nullptr && !outputs_.checkpoint_path.empty()) save_and_mark();
-    info.val_loss = row.eval_loss;
-    info.val_bits_per_byte = row.eval_bits_per_byte;
-    info.token_acc = row.token_acc;
-    info.seq_acc = row.seq_acc;
-    if (display) {
-      // A redrawn progress line is overwritten: the evaluation gets a line of its own there.
-      if (outputs_.interactive) display->message("step " + std::to_string(step_) + ": " + summary.eval.summary);
-      for (const std::string& line : summary.eval.details) display->message(line);
-    }
     return row;
   };
 
@@ -276,18 +273,15 @@ TrainSummary Trainer::run() {
     const bool stop = stop_request != 0;
     const double tokens_per_s = train_s > 0 ? static_cast<double>(tokens) / train_s : 0;
     summary.tokens_per_s = tokens_per_s;
-    info.loss = window_loss_sum_ / static_cast<double>(window_steps_);
+    const double window_loss = window_loss_sum_ / static_cast<double>(window_steps_);
     if (step_ % options_.eval_every == 0 || step_ == options_.steps) {
       summary.reached_target = record(&r, tokens_per_s).seq_acc >= options_.target_seq_acc;
     } else if (stop && !outputs_.checkpoint_path.empty()) {
       save_and_mark();
     }
-    if (display) {
-      info.step = step_;
-      info.tokens_per_s = tokens_per_s;
-      info.elapsed_s = clock_.total_s();
-      display->update(info);
-    }
+    const StepReport report{.step = step_, .total_steps = options_.steps, .loss = window_loss,
+                            .tokens_per_s = tokens_per_s, .elapsed_s = clock_.total_s()};
+    for (TrainingObserver* o : observers) o->on_step(report);
     if (summary.reached_target || stop) {
       // A stop at the very last update, or one that meets the target, changes nothing.
       summary.interrupted = stop && !summary.reached_target && step_ < options_.steps;
@@ -296,10 +290,10 @@ TrainSummary Trainer::run() {
     }
   }
   if (!have_eval) summary.eval = evaluate();  // nothing left to train: report where the run stands
-  if (display) display->finish();
   summary.steps = step_;
   summary.run_s = clock_.session_s();
   summary.elapsed_s = clock_.total_s();
+  for (TrainingObserver* o : observers) o->on_run_end(summary);
   return summary;
 }
 

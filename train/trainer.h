@@ -56,12 +56,14 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "attograd/train/dist/agreement.h"
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/dist/data_parallel.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/job.h"
+#include "attograd/train/observer.h"
 #include "attograd/train/optim.h"
 #include "attograd/train/report/run_clock.h"
 #include "attograd/train/schedule.h"
@@ -164,7 +166,9 @@ TrainerOptions resumed_trainer_options(const Checkpoint& checkpoint, const Train
 // The update a checkpoint was saved after (its "loop" entry), checked as above.
 int64_t checkpoint_step(const Checkpoint& checkpoint);
 
-// Where a run reports. Everything is optional.
+// Where a run reports. Everything is optional. progress, log_path and plot_path are the
+// observers every program uses (train/report/observers.h), built by run(); `observers` are
+// called after them, in order.
 struct TrainerOutputs {
   std::ostream* progress = nullptr;  // progress line and evaluation lines; null is silent
   bool interactive = false;          // redraw the progress line in place (stdout_is_terminal())
@@ -174,6 +178,7 @@ struct TrainerOutputs {
   std::string plot_path{};           // SVG of the metrics, rewritten at every evaluation
   std::string plot_title = "training run";
   std::function<void(int64_t step, double loss)> on_step{};  // after every update, e.g. to record losses
+  std::vector<TrainingObserver*> observers{};  // not owned; they outlive the run
 };
 
 struct TrainSummary {

@@ -190,6 +190,40 @@ BOOST_AUTO_TEST_CASE(points_map_into_their_panel) {
   BOOST_TEST(svg.find("loss (log scale)") == std::string::npos);  // a factor 2: linear
 }
 
+BOOST_AUTO_TEST_CASE(a_language_model_gets_bits_per_byte_and_the_learning_rate_on_fitted_axes) {
+  // A language model's rows: losses from 4.2 to 2.1 nats, bits per byte, a decaying learning
+  // rate, and no accuracy: no empty accuracy panel, and no loss axis from 0.
+  std::vector<MetricsRow> rows;
+  for (int64_t s = 0; s <= 1000; s += 100) {
+    MetricsRow r = row_at(s, 4.0 - 0.002 * static_cast<double>(s));
+    r.token_acc = r.seq_acc = MetricsRow::kMissing;
+    r.eval_bits_per_byte = r.eval_loss / std::log(2.0) / 1.3;
+    r.lr = 3e-3 * (1 - 0.9 * static_cast<double>(s) / 1000);
+    rows.push_back(r);
+  }
+  const std::string svg = metrics_plot_svg(rows);
+  BOOST_TEST(xml_problem(svg) == "");
+  for (const char* label : {"loss, nats per token", "held-out bits per byte", "learning rate", ">0.003<"}) {
+    BOOST_TEST(svg.find(label) != std::string::npos, "missing " << label);
+  }
+  BOOST_TEST(svg.find("held-out accuracy") == std::string::npos);
+  BOOST_TEST(count(svg, "<polyline") == 4u);  // train and held-out loss, bits per byte, learning rate
+  BOOST_TEST(count(svg, "class=\"panel\"") == 3u);
+  // The loss axis's ticks span the losses (2.0 to 4.5), not 0 to 4.5.
+  const std::regex ticks("text-anchor=\"end\">([0-9.]+)</text>");  // the y ticks
+  const size_t loss_panel_end = svg.find("class=\"panel\"", svg.find("class=\"panel\"") + 1);
+  const std::string loss_panel = svg.substr(0, loss_panel_end);
+  double lowest = 1e9;
+  for (auto it = std::sregex_iterator(loss_panel.begin(), loss_panel.end(), ticks); it != std::sregex_iterator(); ++it) {
+    lowest = std::min(lowest, std::stod((*it)[1].str()));
+  }
+  BOOST_TEST(lowest >= 1.5, "the loss axis starts at " << lowest);
+  // A task keeps its accuracy panel and no learning rate.
+  const std::string task = metrics_plot_svg({row_at(0, 1.0), row_at(100, 0.5)});
+  BOOST_TEST(task.find("held-out accuracy") != std::string::npos);
+  BOOST_TEST(task.find("learning rate") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(missing_values_leave_gaps) {
   std::vector<MetricsRow> rows = {row_at(0, 1.0), row_at(10, 0.9), row_at(20, 0.8), row_at(30, 0.7)};
   rows[2].train_loss = NAN;

@@ -322,6 +322,38 @@ BOOST_AUTO_TEST_CASE(run_stops_at_the_budget_evaluating_logging_plotting_and_sav
   BOOST_TEST(again.eval.seq_acc == s.eval.seq_acc);
 }
 
+// A user's observer sees what the built-in reports see, in the loop's order: the start, each
+// evaluation's row before its step's report, every update, the end.
+BOOST_AUTO_TEST_CASE(an_observer_of_its_own_sees_every_evaluation_and_update) {
+  struct Recorder : TrainingObserver {
+    std::vector<std::string> events;
+    void on_run_start(int64_t step, bool resumed) override {
+      events.push_back("start " + std::to_string(step) + (resumed ? " resumed" : ""));
+    }
+    void on_evaluation(const MetricsRow& row, const Evaluation& eval) override {
+      events.push_back("eval " + std::to_string(row.step) + (row.eval_loss == eval.loss ? "" : " mismatch"));
+    }
+    void on_step(const StepReport& r) override {
+      events.push_back("step " + std::to_string(r.step) + "/" + std::to_string(r.total_steps) +
+                       (std::isfinite(r.loss) && r.elapsed_s > 0 ? "" : " incomplete"));
+    }
+    void on_run_end(const TrainSummary& s) override { events.push_back("end " + std::to_string(s.steps)); }
+  };
+  TempDir dir;
+  manual_seed(52);
+  SequenceModel model(tiny_model());
+  Recorder recorder;
+  TrainerOutputs out;
+  out.log_path = dir.file("run.jsonl");
+  out.observers = {&recorder};
+  ToyRun trainer(model, tiny_task(), tiny_trainer(6), out);
+  trainer.run();
+  const std::vector<std::string> want = {"start 0", "eval 0", "step 1/6", "step 2/6", "step 3/6", "step 4/6", "eval 5",
+                                         "step 5/6", "eval 6", "step 6/6", "end 6"};
+  BOOST_TEST(recorder.events == want, boost::test_tools::per_element());
+  BOOST_TEST(read_metrics_log(dir.file("run.jsonl")).size() == 3u);  // the built-in log beside it
+}
+
 BOOST_AUTO_TEST_CASE(each_update_follows_the_schedule_and_claims_its_own_random_step) {
   manual_seed(61);
   SequenceModel model(tiny_model());

@@ -27,6 +27,13 @@ constexpr Series kAccuracySeries[] = {
     {"token accuracy", "#2ca02c", &MetricsRow::token_acc, false},
     {"sequence accuracy", "#d62728", &MetricsRow::seq_acc, true},
 };
+constexpr Series kBitsSeries[] = {
+    {"held-out bits per byte", "#9467bd", &MetricsRow::eval_bits_per_byte, true},
+    {"sliding-window bits per byte", "#8c564b", &MetricsRow::sliding_bits_per_byte, false},
+};
+constexpr Series kLrSeries[] = {
+    {"learning rate", "#7f7f7f", &MetricsRow::lr, false},
+};
 
 // At most this many points get a marker; denser curves read better as plain lines.
 constexpr size_t kMaxMarkers = 60;
@@ -84,7 +91,7 @@ double nice_step(double range, int target) {
 
 Axis linear_axis(double lo, double hi, int target) {
   Axis a;
-  if (!(hi > lo)) hi = lo + 1;
+  if (!(hi > lo)) hi = lo + (lo != 0 ? std::abs(lo) / 2 : 1);  // one value: a band around it
   const double step = nice_step(hi - lo, target);
   a.lo = std::floor(lo / step + 1e-9) * step;
   a.hi = std::ceil(hi / step - 1e-9) * step;
@@ -115,22 +122,36 @@ Axis log_axis(double lo, double hi) {
   return a;
 }
 
-// The y axis for the loss panel: logarithmic when positive losses span more than 20x.
-Axis loss_axis(const std::vector<MetricsRow>& rows) {
+// The range of a panel's finite values; lo = +inf when it has none.
+std::pair<double, double> value_range(const std::vector<MetricsRow>& rows, const Series* series, size_t n) {
   double lo = INFINITY, hi = -INFINITY;
   for (const MetricsRow& r : rows) {
-    for (const Series& s : kLossSeries) {
-      const double v = r.*s.member;
+    for (size_t k = 0; k < n; ++k) {
+      const double v = r.*series[k].member;
       if (std::isfinite(v)) {
         lo = std::min(lo, v);
         hi = std::max(hi, v);
       }
     }
   }
+  return {lo, hi};
+}
+
+// A y axis fitted to the values (not from 0, which flattens the part of a curve people look
+// at), logarithmic when positive values span more than 20x.
+Axis fitted_axis(const std::vector<MetricsRow>& rows, const Series* series, size_t n) {
+  const auto [lo, hi] = value_range(rows, series, n);
   if (!std::isfinite(lo)) return linear_axis(0, 1, 5);
   if (lo > 0 && hi / lo > 20) return log_axis(lo, hi);
-  return linear_axis(std::min(0.0, lo), hi, 5);
+  return linear_axis(lo, hi, 5);
 }
+
+struct Panel {
+  const Series* series;
+  size_t n;
+  Axis y;
+  std::string label;
+};
 
 void draw_panel(std::string& svg, const Box& box, const Axis& x, const Axis& y, const std::vector<MetricsRow>& rows,
                 const Series* series, size_t n_series, const char* y_label, bool x_label) {
@@ -234,14 +255,30 @@ std::string metrics_plot_svg(const std::vector<MetricsRow>& rows, const PlotOpti
     x_hi = std::max(x_hi, static_cast<double>(r.step));
   }
   const Axis x = linear_axis(x_lo, x_hi, 8);
-  const Axis y_loss = loss_axis(rows);
-  Axis y_acc = linear_axis(0, 1, 5);
-  y_acc.percent = true;
+  // The panels the rows have data for: the loss always; a task's held-out accuracy, or for a
+  // language model (bits per byte, no accuracy) its bits per byte and learning rate.
+  std::vector<Panel> panels;
+  const auto add = [&](const Series* series, size_t n, const std::string& label) {
+    Panel p{series, n, fitted_axis(rows, series, n), label};
+    if (p.y.log) p.label += " (log scale)";
+    panels.push_back(std::move(p));
+  };
+  add(kLossSeries, std::size(kLossSeries), "loss");
+  const bool accuracy = std::isfinite(value_range(rows, kAccuracySeries, std::size(kAccuracySeries)).first);
+  const bool bits = std::isfinite(value_range(rows, kBitsSeries, std::size(kBitsSeries)).first);
+  if (accuracy || !bits) {
+    Axis y_acc = linear_axis(0, 1, 5);
+    y_acc.percent = true;
+    panels.push_back({kAccuracySeries, std::size(kAccuracySeries), y_acc, "held-out accuracy"});
+  } else {
+    panels.back().label += ", nats per token";
+    add(kBitsSeries, std::size(kBitsSeries), "bits per byte");
+    add(kLrSeries, std::size(kLrSeries), "learning rate");
+  }
 
   const double left = 80, right = 20, top = 66, gap = 64, bottom = 55;
-  const double panel_h = (height - top - gap - bottom) / 2;
-  const Box loss_box{left, top, width - left - right, panel_h};
-  const Box acc_box{left, top + panel_h + gap, width - left - right, panel_h};
+  const double n_panels = static_cast<double>(panels.size());
+  const double panel_h = (height - top - gap * (n_panels - 1) - bottom) / n_panels;
 
   std::string svg;
   svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
@@ -253,9 +290,11 @@ std::string metrics_plot_svg(const std::vector<MetricsRow>& rows, const PlotOpti
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"#fafafa\"/>\n";
   svg += "<text x=\"" + fmt("%.1f", width / 2) + "\" y=\"30\" text-anchor=\"middle\" font-size=\"18\">" +
          xml_escape(options.title) + "</text>\n";
-  draw_panel(svg, loss_box, x, y_loss, rows, kLossSeries, std::size(kLossSeries),
-             y_loss.log ? "loss (log scale)" : "loss", false);
-  draw_panel(svg, acc_box, x, y_acc, rows, kAccuracySeries, std::size(kAccuracySeries), "held-out accuracy", true);
+  for (size_t i = 0; i < panels.size(); ++i) {
+    const Box box{left, top + static_cast<double>(i) * (panel_h + gap), width - left - right, panel_h};
+    draw_panel(svg, box, x, panels[i].y, rows, panels[i].series, panels[i].n, panels[i].label.c_str(),
+               i + 1 == panels.size());
+  }
   svg += "</svg>\n";
   return svg;
 }

@@ -1,12 +1,16 @@
-// A plot of a training run as a standalone SVG file that any browser opens: loss curves (train
-// and held-out) in the upper panel, held-out token and exact-sequence accuracy in the lower
-// one, both against the optimizer step, with axes, ticks, labels and a legend.
+// A plot of a training run as a standalone SVG file that any browser opens, against the
+// optimizer step, with axes, ticks, labels and a legend: loss curves (train and held-out) in the
+// upper panel; below, for a task with held-out accuracy, token and exact-sequence accuracy; for a
+// language model (rows with bits per byte and no accuracy), held-out bits per byte (and the
+// sliding-window figure when measured) and the learning rate. The panels follow the rows, so the
+// plot shows what the run measured.
 //
 //   write_metrics_plot("run.svg", log.rows(), {.title = "reverse, vocab 16, length 16"});
 //
-// The loss axis turns logarithmic when the losses span more than a factor of 20 (a run that
-// learns goes from ~ln(V) to ~1e-3, which a linear axis flattens into the floor). Missing (NaN)
-// values leave a gap in their curve.
+// Each y axis is fitted to its values (a loss axis from 0 would flatten the part of the curve
+// people look at) and turns logarithmic when they span more than a factor of 20 (a run that
+// learns goes from ~ln(V) to ~1e-3, which a linear axis flattens into the floor); accuracy keeps
+// 0-100%. Missing (NaN) values leave a gap in their curve.
 #pragma once
 
 #include <string>
