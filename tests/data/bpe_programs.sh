@@ -51,7 +51,7 @@ says "is an error" "cannot write to standard output"
 check "a missing vocabulary" 1 "$build/examples/tokenize" --tokenizer missing.bpe text.txt
 says "names the file" "missing.bpe"
 check "a vocabulary file as a checkpoint" 1 "$build/examples/generate" --checkpoint fortunes.bpe --prompt x
-says "names the file and says what it is" "'fortunes.bpe': not a safetensors file"
+says "names the file and says what it is" "'fortunes.bpe': is neither a safetensors file"
 printf 'a\0b' >nul.txt
 check "text with a NUL byte" 1 "$build/examples/train_bpe" --data nul.txt --out nul.bpe
 says "names the file" "'nul.txt' holds a NUL byte at offset 1"

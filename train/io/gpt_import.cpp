@@ -221,7 +221,11 @@ GPTWeightsLayout gpt_weights_layout(const std::string& path) {
   const FileReader file(path);
   if (gpt_import::is_llmc(file)) return GPTWeightsLayout::llmc;
   const SafetensorsIndex index = index_safetensors(file);
-  if (index.find("embed.weight") != nullptr) return GPTWeightsLayout::attograd;
+  // A checkpoint of ours says so in its metadata (an adapter-only one holds no embed.weight).
+  const auto format = index.metadata.find("format");
+  if (index.find("embed.weight") != nullptr || (format != index.metadata.end() && format->second == "attograd-checkpoint")) {
+    return GPTWeightsLayout::attograd;
+  }
   for (const std::string& prefix : {std::string(), kPrefix}) {
     if (const SafetensorsTensorInfo* t = index.find(prefix + "h.0.attn.c_attn.weight")) {
       return t->shape.rank() == 2 && t->shape[0] < t->shape[1] ? GPTWeightsLayout::hugging_face
