@@ -62,7 +62,7 @@ std::string blas_kernel_note(const std::string& openblas_core, bool cpu_has_avx2
   if (!older || !cpu_has_avx2_fma || coretype_set) return "";
   return "note   OpenBLAS chose its " + openblas_core +
          " kernels, without AVX2 and FMA, on this CPU that has both: matrix products run about twice as fast "
-         "with OPENBLAS_CORETYPE=Haswell in the environment (README: Threads)\n";
+         "with OPENBLAS_CORETYPE=Haswell in the environment (docs/programs/common.md: Threads)\n";
 }
 
 std::string blas_kernel_note() {

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reruns the commands behind the figures quoted in README.md and docs/*.md and compares.
+"""Reruns the commands behind the figures quoted in README.md, docs/*.md and docs/programs/*.md and compares.
 
 A figure is checked when the Markdown says where it comes from, in an HTML comment (invisible
 when the page is rendered) just before it:
@@ -40,7 +40,7 @@ set (--kernels native: the one OpenBLAS picks here). docs/kernels.sh measures wh
 change (docs/reproducibility.md).
 
   docs/check.sh [--long] [--build DIR] [--list] [--kernels SET] [FILE...]
-                                                              (default: README.md docs/*.md)
+                                                              (default: README.md docs/*.md docs/programs/*.md)
 
 Exit status 0 when every checked figure matches, 1 when one does not (each mismatch printed with
 its file and line), 2 for a malformed annotation.
@@ -324,7 +324,7 @@ class Checker:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("files", nargs="*", help="Markdown files, relative to the repository (default: README.md docs/*.md)")
+    parser.add_argument("files", nargs="*", help="Markdown files, relative to the repository (default: README.md docs/*.md docs/programs/*.md)")
     parser.add_argument("--long", action="store_true", help="also the figures whose commands run for minutes")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"), help="the build tree (default: build/)")
     parser.add_argument("--list", action="store_true", help="print the checked figures and their commands, run nothing")
@@ -336,7 +336,8 @@ def main():
         print(f"docs/check: --kernels: expected a kernel set's name (Prescott, Haswell, ...) or 'native', "
               f"got '{args.kernels}'", file=sys.stderr)
         return 2
-    files = args.files or ["README.md"] + sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    files = args.files or ["README.md"] + sorted(
+        os.path.relpath(p, ROOT) for pattern in ("*.md", "programs/*.md") for p in glob.glob(os.path.join(ROOT, "docs", pattern)))
     build = os.path.abspath(args.build)
     if not os.path.isdir(os.path.join(build, "examples")):
         print(f"docs/check: '{build}' holds no examples/: build first (ninja -C build)", file=sys.stderr)

@@ -44,7 +44,7 @@ struct TrainGPTArgs : TrainingArgs {
 
   TrainGPTArgs() {
     // The default run: under 5 minutes on two quiet cores to a validation loss below 2.0 nats per
-    // character on fortunes (README, "Train a language model", says how it was chosen). A short
+    // character on fortunes (docs/programs/train_gpt.md says how it was chosen). A short
     // context makes each token cheap; nanoGPT's recipe for small models (beta2 0.99, no decay of
     // biases, norms and tables) with a learning rate raised for the short budget.
     trainer = {.optimizer = OptimizerKind::adamw, .lr = 3e-3, .min_lr = 3e-4, .weight_decay = 0.1,

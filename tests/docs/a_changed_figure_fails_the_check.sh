@@ -19,10 +19,11 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 } >"$work/table.md"
 grep -q '^| copy ' "$work/table.md" && grep -q '^| reverse ' "$work/table.md" ||
   fail "docs/tasks.md no longer has the copy and reverse rows this test uses: $(cat "$work/table.md")"
-# README's block of a run repeated from its configuration copy (two short runs).
+# The block of a run repeated from its configuration copy (docs/programs/common.md; two short runs).
 awk '/^<!-- check short: build\/examples\/train_sequence --quiet/ { on = 1 } on { print } on && /^```$/ && ++fences == 2 { exit }' \
-  "$source/README.md" >"$work/block.md"
-grep -q 'exact-sequence accuracy' "$work/block.md" || fail "README.md's configuration block was not found: $(cat "$work/block.md")"
+  "$source/docs/programs/common.md" >"$work/block.md"
+grep -q 'exact-sequence accuracy' "$work/block.md" ||
+  fail "docs/programs/common.md's configuration block was not found: $(cat "$work/block.md")"
 
 check() {  # check EXPECTED-STATUS FILE WORDS...
   local want=$1 file=$2 status=0 w
