@@ -25,7 +25,7 @@
 #include "attograd/train/data/text.h"
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/eval_text.h"
-#include "attograd/train/gpt_job.h"
+#include "attograd/train/gpt_load.h"
 #include "attograd/train/memory.h"
 #include "attograd/train/report/progress.h"
 #include "quantize_flag.h"

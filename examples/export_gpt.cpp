@@ -20,7 +20,6 @@
 
 #include "attograd/layers/lora.h"
 #include "attograd/train/finetune.h"
-#include "attograd/train/gpt_job.h"
 #include "attograd/train/gpt_load.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/outputs.h"

@@ -31,7 +31,7 @@
 #include "attograd/core/format.h"
 #include "attograd/core/threads.h"
 #include "attograd/models/generate.h"
-#include "attograd/train/gpt_job.h"
+#include "attograd/train/gpt_load.h"
 #include "attograd/train/data/text.h"
 #include "attograd/train/io/atomic_file.h"
 #include "quantize_flag.h"

@@ -42,6 +42,7 @@
 #include "attograd/models/gpt.h"
 #include "attograd/train/data/text.h"
 #include "attograd/train/data/token_shards.h"
+#include "attograd/train/gpt_load.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/job.h"
 
@@ -148,20 +149,7 @@ bool gpt_data_names_corpus(const Checkpoint& checkpoint);
 // messages about its data; "" for a checkpoint that does not name them (or ran on shards).
 std::string gpt_data_sources(const Checkpoint& checkpoint);
 
-// A trained model for generation: built from the checkpoint's options with its parameters
-// loaded (the optimizer state is ignored), in eval mode. A fine-tuning run's checkpoint comes
-// back with its adapters (and, when it holds only them, its base read again: restore_finetune). std::runtime_error naming the file
-// when it is not a GPT checkpoint or an entry is missing or invalid.
-struct LoadedGPT {
-  std::unique_ptr<GPT> model;
-  Tokenizer tokenizer;
-  int64_t step = 0;
-};
-LoadedGPT load_gpt_checkpoint(const Checkpoint& checkpoint);
-LoadedGPT load_gpt_checkpoint(const std::string& path);
-
-// The model and tokenizer entries of a GPT checkpoint, checked against each other.
-GPTOptions gpt_options_from(const Checkpoint& checkpoint);
-Tokenizer gpt_tokenizer_from(const Checkpoint& checkpoint);
+// The loader for inference (load_gpt_checkpoint, gpt_options_from, gpt_tokenizer_from) is
+// train/gpt_load.h, which needs no training job.
 
 }  // namespace ag

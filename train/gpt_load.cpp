@@ -6,9 +6,60 @@
 #include "attograd/core/rng.h"
 #include "attograd/core/skip_init.h"
 #include "attograd/train/data/bpe.h"
+#include "attograd/train/finetune.h"
+#include "attograd/train/io/checkpoint_metadata.h"
+#include "attograd/train/io/model_options.h"
 #include "attograd/train/memory.h"
+#include "attograd/train/trainer.h"
 
 namespace ag {
+
+GPTOptions gpt_options_from(const Checkpoint& ck) {
+  require_model_kind(ck, "gpt");
+  // Checkpoints written before the one training loop kept the model's options under "gpt".
+  const GPTOptions model = parse_entry(ck, ck.has_entry("model") ? "model" : "gpt", gpt_options_from_json);
+  const Tokenizer tokenizer = parse_entry(ck, "tokenizer", Tokenizer::from_json);
+  if (model.vocab != tokenizer.vocab_size()) {
+    throw std::runtime_error("checkpoint '" + ck.path() + "': the model's vocab " + std::to_string(model.vocab) +
+                             " differs from its tokenizer's " + std::to_string(tokenizer.vocab_size()));
+  }
+  return model;
+}
+
+Tokenizer gpt_tokenizer_from(const Checkpoint& ck) {
+  return parse_entry(require_model_kind(ck, "gpt"), "tokenizer", Tokenizer::from_json);
+}
+
+LoadedGPT load_gpt_checkpoint(const Checkpoint& ck) {
+  const GPTOptions options = gpt_options_from(ck);
+  // The model entry decides what is allocated: a file whose entry describes a model larger than
+  // this machine is refused with an estimate before anything is built (its tensors may be tiny).
+  MemoryEstimate need;
+  need.parameters = parameter_count(options) * static_cast<double>(sizeof(float));
+  try {
+    check_memory_fits(need, available_memory_bytes(),
+                      "the model is the checkpoint's own (its model entry: " + gpt_options_to_json(options) + ")");
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("checkpoint '" + ck.path() + "': " + e.what());
+  }
+  LoadedGPT out;
+  out.step = static_cast<int64_t>(ck.info().data_position);  // the updates the run had made
+  {
+    // Every weight is about to be read from the file: none is drawn, and the caller's stream
+    // is left where it was.
+    GeneratorStateGuard keep_generator;
+    SkipInitGuard no_init;
+    out.model = std::make_unique<GPT>(options);
+  }
+  restore_finetune(ck, *out.model);
+  // The tied head reads embed.weight, the one tensor the file holds for both uses.
+  ck.load(holds_trainable_only(ck) ? out.model->trainable_parameters() : out.model->named_parameters());
+  out.model->eval();
+  out.tokenizer = gpt_tokenizer_from(ck);
+  return out;
+}
+
+LoadedGPT load_gpt_checkpoint(const std::string& path) { return load_gpt_checkpoint(Checkpoint::open(path)); }
 
 namespace {
 

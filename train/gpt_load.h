@@ -1,4 +1,5 @@
-// A GPT for inference from any file that holds one: an attograd checkpoint, a Hugging Face
+// A GPT for inference, with no training job: from a checkpoint of train_gpt (load_gpt_checkpoint),
+// or from any file that holds one (load_gpt): an attograd checkpoint, a Hugging Face
 // GPT-2 directory (config.json and model.safetensors) or its model.safetensors alone, a nanoGPT
 // state_dict saved as safetensors, or llm.c's .bin. No training step is needed to turn another
 // tool's weights into a checkpoint first.
@@ -18,10 +19,31 @@
 #include <cstdint>
 #include <string>
 
-#include "attograd/train/gpt_job.h"
+#include <memory>
+
+#include "attograd/models/gpt.h"
+#include "attograd/train/data/text.h"
+#include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/gpt_weights.h"
 
 namespace ag {
+
+// A trained model for generation: built from the checkpoint's options with its parameters
+// loaded (the optimizer state is ignored), in eval mode. A fine-tuning run's checkpoint comes
+// back with its adapters (and, when it holds only them, its base read again: restore_finetune).
+// std::runtime_error naming the file when it is not a GPT checkpoint or an entry is missing or
+// invalid.
+struct LoadedGPT {
+  std::unique_ptr<GPT> model;
+  Tokenizer tokenizer;
+  int64_t step = 0;
+};
+LoadedGPT load_gpt_checkpoint(const Checkpoint& checkpoint);
+LoadedGPT load_gpt_checkpoint(const std::string& path);
+
+// The model and tokenizer entries of a GPT checkpoint, checked against each other.
+GPTOptions gpt_options_from(const Checkpoint& checkpoint);
+Tokenizer gpt_tokenizer_from(const Checkpoint& checkpoint);
 
 struct GPTFileHints {
   std::string tokenizer;   // "byte", "gpt2" or a vocabulary file; empty: GPT-2's for its vocabulary
