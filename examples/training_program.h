@@ -37,7 +37,6 @@
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/checkpoint.h"
-#include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/io/outputs.h"
 #include "attograd/train/memory.h"
 #include "attograd/train/report/progress.h"
@@ -330,7 +329,7 @@ class TrainingRun {
   // naming the file) when resuming, else what the flags say.
   template <typename Parse, typename Options>
   Options options(const std::string& key, Parse parse, const Options& flags) const {
-    return ck_ ? parse_entry(*ck_, key, parse) : flags;
+    return ck_ ? ck_->parse_entry(key, parse) : flags;
   }
   TrainerOptions trainer;  // what the run trains with
   // Checkpoints leave out the frozen parameters (a fine-tuning run's --save-adapter-only).

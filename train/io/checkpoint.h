@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 
 #include "attograd/autograd/variable.h"
@@ -90,6 +91,20 @@ class Checkpoint {
   // The metadata entry `key`; std::runtime_error naming the file and the key when it is absent.
   const std::string& entry(const std::string& key) const;
   bool has_entry(const std::string& key) const { return info_.metadata.count(key) != 0; }
+  // entry(key) read by `parse` (a function of the text, such as gpt_options_from_json); what it
+  // throws (std::invalid_argument, or std::runtime_error for malformed JSON) becomes a
+  // std::runtime_error naming the file and the entry.
+  template <typename Parse>
+  auto parse_entry(const std::string& key, Parse parse) const {
+    const std::string& text = entry(key);
+    try {
+      return parse(text);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error("checkpoint '" + path() + "': metadata '" + key + "' is invalid: " + e.what());
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error("checkpoint '" + path() + "': metadata '" + key + "' is invalid: " + e.what());
+    }
+  }
 
   // Restores parameters and, with an optimizer, its state (the file must hold state for this
   // kind of optimizer). Everything is checked before anything changes.
