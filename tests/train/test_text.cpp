@@ -12,6 +12,7 @@
 
 #include "attograd/models/gpt.h"
 #include "attograd/train/data/text.h"
+#include "attograd/train/data/text_stream.h"
 #include "attograd/train/io/crc32c.h"
 #include "train_support.h"
 
@@ -237,7 +238,7 @@ BOOST_AUTO_TEST_CASE(token_bytes_are_each_ids_utf8_length) {
 BOOST_AUTO_TEST_CASE(characters_are_utf8_code_points_sorted_by_bytes) {
   const std::string text = "h\xC3\xA9llo \xE2\x9C\x93";  // "héllo ✓"
   const Tokenizer tok = Tokenizer::characters(text);
-  BOOST_TEST((tok.kind() == Tokenizer::Kind::characters));
+  BOOST_TEST(std::string(tok.kind_name()) == "char");
   BOOST_TEST(std::string(tok.kind_name()) == "char");
   BOOST_TEST(tok.vocab_size() == 6);
   const std::vector<std::string> expected = {" ", "h", "l", "o", "\xC3\xA9", "\xE2\x9C\x93"};
@@ -354,7 +355,7 @@ BOOST_AUTO_TEST_CASE(decode_refuses_ids_outside_the_vocabulary) {
 
 BOOST_AUTO_TEST_CASE(bytes_round_trip_any_bytes) {
   const Tokenizer tok = Tokenizer::bytes();
-  BOOST_TEST((tok.kind() == Tokenizer::Kind::bytes));
+  BOOST_TEST(std::string(tok.kind_name()) == "byte");
   BOOST_TEST(std::string(tok.kind_name()) == "byte");
   BOOST_TEST(tok.vocab_size() == 256);
   std::string all;
@@ -376,7 +377,7 @@ BOOST_AUTO_TEST_CASE(json_round_trips_both_kinds) {
   BOOST_TEST(json.find("\"kind\":\"char\"") != std::string::npos);
   BOOST_TEST(json.find("\xE2\x9C\x93") != std::string::npos);  // readable: the characters themselves
   const Tokenizer back = Tokenizer::from_json(json);
-  BOOST_TEST((back.kind() == Tokenizer::Kind::characters));
+  BOOST_TEST(std::string(back.kind_name()) == "char");
   BOOST_TEST(back.vocab_size() == chars.vocab_size());
   for (int64_t i = 0; i < chars.vocab_size(); ++i) BOOST_TEST(back.decode(i) == chars.decode(i));
   BOOST_TEST(back.encode(text) == chars.encode(text));
@@ -384,8 +385,55 @@ BOOST_AUTO_TEST_CASE(json_round_trips_both_kinds) {
 
   const Tokenizer bytes = Tokenizer::bytes();
   BOOST_TEST(bytes.to_json() == "{\"kind\":\"byte\"}");
-  BOOST_TEST((Tokenizer::from_json(bytes.to_json()).kind() == Tokenizer::Kind::bytes));
+  BOOST_TEST(std::string(Tokenizer::from_json(bytes.to_json()).kind_name()) == "byte");
   BOOST_TEST(Tokenizer::from_json(bytes.to_json()).vocab_size() == 256);
+}
+
+// A kind of tokenizer added from outside, as a user adds one: the ten digits. Tokenizer, its
+// JSON description, the registry and the chunked encoder take it without any change to the
+// built-in kinds.
+struct DigitTokens final : TokenizerKind {
+  const char* name() const override { return "digits"; }
+  int64_t vocab_size() const override { return 10; }
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int64_t> ids;
+    for (const char c : text) {
+      if (c < '0' || c > '9') throw std::invalid_argument("digits: '" + std::string(1, c) + "' is no digit");
+      ids.push_back(c - '0');
+    }
+    return ids;
+  }
+  std::string token(int64_t id) const override { return std::string(1, static_cast<char>('0' + id)); }
+  std::string to_json() const override { return R"({"kind":"digits"})"; }
+  size_t last_safe_cut(std::string_view text, size_t) const override { return text.size() < 2 ? 0 : text.size() - 1; }
+};
+
+BOOST_AUTO_TEST_CASE(a_kind_of_tokenizer_is_added_from_outside) {
+  AG_CHECK_THROWS_WITH(Tokenizer::from_json(R"({"kind":"digits"})"), std::invalid_argument, "unknown \"kind\" \"digits\"",
+                       "\"bpe\", \"byte\", \"char\"");
+  register_tokenizer_kind("digits", [](const std::string&) { return std::make_shared<const DigitTokens>(); });
+  const Tokenizer digits(std::make_shared<const DigitTokens>());
+  BOOST_TEST(std::string(digits.kind_name()) == "digits");
+  BOOST_TEST(digits.encode("2026") == (std::vector<int64_t>{2, 0, 2, 6}), boost::test_tools::per_element());
+  BOOST_TEST(digits.decode(std::vector<int64_t>{1, 9}) == "19");
+  BOOST_TEST(digits.token_bytes() == std::vector<int64_t>(10, 1), boost::test_tools::per_element());
+  AG_CHECK_THROWS_WITH(digits.decode(10), std::invalid_argument, "id 10", "digits tokenizer");
+  const Tokenizer back = Tokenizer::from_json(digits.to_json());
+  BOOST_TEST(back.encode("7") == std::vector<int64_t>{7}, boost::test_tools::per_element());
+  BOOST_TEST(describe_tokenizer(back).find("digits tokenizer of 10 ids") == 0u);
+  ChunkedEncoder enc(back, 3);
+  std::vector<int64_t> ids;
+  enc.push("31415926", ids);
+  enc.finish(ids);
+  BOOST_TEST(ids == (std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}), boost::test_tools::per_element());
+  AG_CHECK_THROWS_WITH(back.byte_pairs(), std::logic_error, "digits tokenizer has no byte pairs");
+  // A name is registered once, and the built-in ones are taken.
+  for (const char* taken : {"digits", "char", "byte", "bpe"}) {
+    AG_CHECK_THROWS_WITH(register_tokenizer_kind(taken, [](const std::string&) { return std::make_shared<const DigitTokens>(); }),
+                         std::invalid_argument, "registered already");
+  }
+  BOOST_TEST(tokenizer_kind_names() == (std::vector<std::string>{"bpe", "byte", "char", "digits"}),
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(bad_json_descriptions_say_what_is_wrong) {

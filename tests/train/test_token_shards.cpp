@@ -445,11 +445,13 @@ BOOST_AUTO_TEST_CASE(a_text_encoded_in_pieces_gives_the_tokens_of_the_whole) {
   // A character vocabulary: cuts never split a character.
   const Tokenizer chars = Tokenizer::characters(text);
   BOOST_TEST(encode_in_pieces(chars, text, 4, 7) == chars.encode(text), boost::test_tools::per_element());
-  // The cut rule: after "x\n" before "y", never inside a blank run.
-  BOOST_TEST(last_safe_cut("ab\ncd", Tokenizer::Kind::bpe) == 3u);
-  BOOST_TEST(last_safe_cut("ab\n\n cd", Tokenizer::Kind::bpe) == 0u);
-  BOOST_TEST(last_safe_cut("ab \ncd", Tokenizer::Kind::bpe) == 0u);
-  BOOST_TEST(last_safe_cut("ab\n cd", Tokenizer::Kind::bpe) == 0u);
+  // The cut rule of the character and byte-pair kinds: after "x\n" before "y", never inside a
+  // blank run; bytes cut anywhere.
+  BOOST_TEST(last_safe_cut("ab\ncd", chars) == 3u);
+  BOOST_TEST(last_safe_cut("ab\n\n cd", chars) == 0u);
+  BOOST_TEST(last_safe_cut("ab \ncd", chars) == 0u);
+  BOOST_TEST(last_safe_cut("ab\n cd", chars) == 0u);
+  BOOST_TEST(last_safe_cut("ab\n cd", bytes) == 5u);  // before the last byte
   if (!have_gpt2_files()) return;
   const Tokenizer gpt2 = Tokenizer::bpe(BytePairEncoding::gpt2());
   const std::vector<int64_t> whole = gpt2.encode(text);

@@ -22,12 +22,9 @@
 // when it is missing, not a regular file, unreadable, empty or holds a NUL byte (no text does:
 // it is a binary file, or UTF-16), the offset of the NUL named.
 //
-// The tokenizer: character-level means one token per distinct UTF-8 character of the training
-// text (code points, sorted by their byte sequences); byte-level means the 256 byte values;
-// byte-pair encoding (BPE) means GPT-2's vocabulary or one trained by train_bpe (bpe.h).
-// Its description is a JSON string, kept in a checkpoint's metadata, so generation needs no data
-// file. encode() names a character that is not in the vocabulary (and its byte offset) in a
-// std::invalid_argument; decode() of an id outside [0, vocab) throws too.
+// The tokenizer (tokenizer.h): character-level, byte-level, GPT-2's or a trained byte-pair
+// encoding (bpe.h), or a kind of one's own; its JSON description is kept in a checkpoint's
+// metadata, so generation needs no data file.
 //
 // Batches: window b of a batch starts at a position drawn from the counter-based generator
 // (core/rng.h) as a pure function of (seed, step, b), so the batch of a step is the same
@@ -42,6 +39,7 @@
 #include <vector>
 
 #include "attograd/core/indices.h"
+#include "attograd/train/data/tokenizer.h"  // Tokenizer, which the text is read with
 
 namespace ag {
 
@@ -74,51 +72,6 @@ struct Corpus {
 // The sources (corpus names or file paths) in order; none is the fortunes. Throws as
 // read_corpus, naming the source.
 Corpus read_corpus_sources(const std::vector<std::string>& sources);
-class BytePairEncoding;
-
-class Tokenizer {
- public:
-  enum class Kind { characters, bytes, bpe };
-
-  // The distinct UTF-8 characters of `text`, sorted. Throws std::invalid_argument for empty
-  // text or text that is not valid UTF-8 (naming the byte offset; use bytes() for such text).
-  static Tokenizer characters(const std::string& text);
-  static Tokenizer bytes();
-  static Tokenizer bpe(const BytePairEncoding& encoding);
-  // The description: {"kind":"byte"} or {"kind":"char","symbols":["\n"," ","a",...]}, the
-  // symbols as JSON strings (the UTF-8 characters, id = position), or a byte-pair encoding's own
-  // ({"kind":"bpe",...}, BytePairEncoding::to_json). from_json() checks every field
-  // (known kind, symbols non-empty, one valid UTF-8 character each, strictly increasing by bytes,
-  // none for "byte"); std::invalid_argument says what is wrong with the description.
-  static Tokenizer from_json(const std::string& json);
-  std::string to_json() const;
-
-  Kind kind() const { return kind_; }
-  const char* kind_name() const;  // "char", "byte" or "bpe"
-  // The byte-pair encoding of a bpe tokenizer; std::logic_error for the other kinds.
-  const BytePairEncoding& byte_pairs() const;
-  int64_t vocab_size() const;
-  std::vector<int64_t> encode(const std::string& text) const;
-  std::string decode(const std::vector<int64_t>& ids) const;
-  std::string decode(int64_t id) const;
-  // The length in bytes of each id's text, indexed by id: a character's UTF-8 length, 1 for a
-  // byte. What a loss in bits per byte divides by, so that runs with different tokenizers are
-  // measured on one scale (every kind of tokenizer answers it).
-  std::vector<int64_t> token_bytes() const;
-
- private:
-  Kind kind_ = Kind::bytes;
-  std::vector<std::string> symbols_;  // character-level: the UTF-8 bytes of each id
-  std::shared_ptr<const BytePairEncoding> bpe_;  // byte-pair encoding
-};
-
-// A tokenizer in a message, told apart from another of the same kind and size by the checksum
-// of its description: "byte tokenizer of 256 ids", "bpe tokenizer of 50257 ids in GPT-2's byte
-// order (description CRC-32C 0a1b2c3d)".
-std::string describe_tokenizer(const Tokenizer& tokenizer);
-// The same of a description (Tokenizer::to_json), or what is wrong with it.
-std::string describe_tokenizer_json(const std::string& json);
-
 // Valid UTF-8 from the bytes of tokens drawn one at a time, for printing as they come: a
 // byte-level token may hold part of a character, or bytes no text holds. push() returns what is
 // complete, each byte that cannot be part of a character as U+FFFD (the replacement character,

@@ -5,28 +5,6 @@
 
 namespace ag {
 
-namespace {
-
-bool printable_non_blank(char c) { return c > ' ' && c < 0x7f; }
-
-}  // namespace
-
-size_t last_safe_cut(std::string_view text, Tokenizer::Kind kind, size_t from) {
-  if (text.size() < 2) return 0;
-  switch (kind) {
-    case Tokenizer::Kind::bytes:
-      return text.size() - 1;
-    case Tokenizer::Kind::characters:
-    case Tokenizer::Kind::bpe:
-      // A newline at i with printable non-blanks at i - 1 and i + 1: cut at i + 1.
-      for (size_t i = text.size() - 2; i >= std::max<size_t>(from, 1); --i) {
-        if (text[i] == '\n' && printable_non_blank(text[i - 1]) && printable_non_blank(text[i + 1])) return i + 1;
-      }
-      return 0;
-  }
-  return 0;
-}
-
 ChunkedEncoder::ChunkedEncoder(const Tokenizer& tokenizer, size_t chunk_bytes)
     : tokenizer_(tokenizer), chunk_bytes_(chunk_bytes) {
   next_try_ = chunk_bytes;
@@ -40,7 +18,7 @@ void ChunkedEncoder::push(std::string_view bytes, std::vector<int64_t>& out) {
     bytes.remove_prefix(take);
     if (pending_.size() < next_try_) continue;
     // Only the text not searched before (and the byte before it) can hold a new place to cut.
-    const size_t cut = last_safe_cut(pending_, tokenizer_.kind(), searched_ > 0 ? searched_ - 1 : 0);
+    const size_t cut = last_safe_cut(pending_, tokenizer_, searched_ > 0 ? searched_ - 1 : 0);
     if (cut == 0) {  // none yet: gather another chunk
       searched_ = pending_.size();
       next_try_ = pending_.size() + chunk_bytes_;

@@ -28,10 +28,12 @@
 
 namespace ag {
 
-// The last place in `text` (an offset in (0, text.size())) where it can be cut for `kind`, or 0
-// when there is none; only cuts after byte `from` are looked for (the byte after a cut is
-// looked at, so the end of the text is no place).
-size_t last_safe_cut(std::string_view text, Tokenizer::Kind kind, size_t from = 0);
+// The last place in `text` (an offset in (0, text.size())) where it can be cut for `tokenizer`,
+// or 0 when there is none (its kind's TokenizerKind::last_safe_cut); only cuts after byte `from`
+// are looked for (the byte after a cut is looked at, so the end of the text is no place).
+inline size_t last_safe_cut(std::string_view text, const Tokenizer& tokenizer, size_t from = 0) {
+  return tokenizer.kind().last_safe_cut(text, from);
+}
 
 class ChunkedEncoder {
  public:

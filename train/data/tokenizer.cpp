@@ -1,9 +1,14 @@
-// The tokenizers of train/data/text.h: character-level (UTF-8 code points, validated strictly) and
-// byte-level, and their JSON description for checkpoints.
+// The tokenizers of train/data/tokenizer.h: the built-in kinds (character-level, UTF-8 code points
+// validated strictly; byte-level; byte-pair encoding), the registry of kinds, their JSON
+// descriptions for checkpoints, and Utf8Printer (text.h).
+#include "attograd/train/data/tokenizer.h"
+
 #include "attograd/train/data/text.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -58,7 +63,191 @@ std::string printable(uint32_t cp, const std::string& utf8) {
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
+// The built-in kinds
+
+namespace {
+
+bool printable_non_blank(char c) { return c > ' ' && c < 0x7f; }
+
+// The 256 byte values: any bytes, and a cut anywhere.
+class ByteTokens final : public TokenizerKind {
+ public:
+  const char* name() const override { return "byte"; }
+  int64_t vocab_size() const override { return 256; }
+  std::vector<int64_t> encode(const std::string& text) const override {
+    std::vector<int64_t> ids;
+    ids.reserve(text.size());
+    for (char c : text) ids.push_back(static_cast<unsigned char>(c));
+    return ids;
+  }
+  std::string token(int64_t id) const override { return std::string(1, static_cast<char>(static_cast<unsigned char>(id))); }
+  std::string to_json() const override { return R"({"kind":"byte"})"; }
+  size_t last_safe_cut(std::string_view text, size_t) const override { return text.size() < 2 ? 0 : text.size() - 1; }
+};
+
+// The distinct UTF-8 characters of a text, sorted by their bytes: id = position.
+class CharacterTokens final : public TokenizerKind {
+ public:
+  explicit CharacterTokens(std::vector<std::string> symbols) : symbols_(std::move(symbols)) {
+    std::fill(std::begin(ascii_), std::end(ascii_), int64_t{-1});
+    for (size_t i = 0; i < symbols_.size() && symbols_[i].size() == 1; ++i) {
+      ascii_[static_cast<unsigned char>(symbols_[i][0])] = static_cast<int64_t>(i);
+    }
+  }
+  const char* name() const override { return "char"; }
+  int64_t vocab_size() const override { return static_cast<int64_t>(symbols_.size()); }
+  std::string token(int64_t id) const override { return symbols_[static_cast<size_t>(id)]; }
+  std::string to_json() const override {
+    // The symbols as JSON strings: the UTF-8 itself, so the description stays readable in a
+    // checkpoint's metadata; JSON escapes the control characters.
+    OrderedJson j = {{"kind", name()}};
+    j["symbols"] = symbols_;
+    return j.dump();
+  }
+  std::vector<int64_t> encode(const std::string& text) const override {
+    const std::string op = "Tokenizer::encode";
+    // Lookup: a table for ASCII, binary search over the sorted symbols for the rest.
+    std::vector<int64_t> ids;
+    ids.reserve(text.size());
+    for (size_t pos = 0; pos < text.size();) {
+      const CodePoint cp = decode_utf8(text, pos);
+      if (cp.length == 0) throw_invalid_utf8(op, text, pos, cp.problem);
+      int64_t id = -1;
+      if (cp.value < 128) {
+        id = ascii_[cp.value];
+      } else {
+        const std::string symbol = text.substr(pos, cp.length);
+        const auto it = std::lower_bound(symbols_.begin(), symbols_.end(), symbol);
+        if (it != symbols_.end() && *it == symbol) id = it - symbols_.begin();
+      }
+      if (id < 0) {
+        throw std::invalid_argument(op + ": the text has a character the tokenizer does not know, " +
+                                    printable(cp.value, text.substr(pos, cp.length)) + " at byte offset " +
+                                    std::to_string(pos) + ": a character-level tokenizer knows only the " +
+                                    std::to_string(symbols_.size()) +
+                                    " characters of the text it was built from (a checkpoint's tokenizer, those of "
+                                    "its training text)");
+      }
+      ids.push_back(id);
+      pos += cp.length;
+    }
+    return ids;
+  }
+
+  static std::shared_ptr<const TokenizerKind> read(const std::string& json) {
+    const std::string op = "Tokenizer::from_json: ";
+    const Json j = parse_options_object(json, {"kind", "symbols"}, op);
+    const auto symbols_it = j.find("symbols");
+    if (symbols_it == j.end()) throw std::invalid_argument(op + "a char tokenizer needs \"symbols\"");
+    if (!symbols_it->is_array()) {
+      throw std::invalid_argument(op + "\"symbols\" must be an array of strings, got " + json_type_name(*symbols_it));
+    }
+    if (symbols_it->empty()) throw std::invalid_argument(op + "\"symbols\" is empty");
+    std::vector<std::string> symbols;
+    for (size_t i = 0; i < symbols_it->size(); ++i) {
+      const Json& s = (*symbols_it)[i];
+      const std::string where = "symbol " + std::to_string(i);
+      if (!s.is_string()) throw std::invalid_argument(op + where + " must be a string, got " + s.dump());
+      std::string symbol = s.get<std::string>();
+      const CodePoint cp = symbol.empty() ? CodePoint{} : decode_utf8(symbol, 0);
+      if (cp.length == 0 || cp.length != symbol.size()) {
+        throw std::invalid_argument(op + where + " must be exactly one UTF-8 character, got " + s.dump());
+      }
+      if (!symbols.empty()) {
+        // Ids are positions in the sorted list: a duplicate or an unsorted list is not what
+        // characters() wrote and would silently map text to other ids.
+        if (symbol == symbols.back()) throw std::invalid_argument(op + where + " " + s.dump() + " appears twice");
+        if (symbol < symbols.back()) {
+          throw std::invalid_argument(op + where + " " + s.dump() + " is out of order (the symbols are sorted by their bytes)");
+        }
+      }
+      symbols.push_back(std::move(symbol));
+    }
+    return std::make_shared<const CharacterTokens>(std::move(symbols));
+  }
+
+ private:
+  std::vector<std::string> symbols_;  // the UTF-8 bytes of each id
+  int64_t ascii_[128];
+};
+
+// A byte-pair encoding (bpe.h).
+class BytePairTokens final : public TokenizerKind {
+ public:
+  explicit BytePairTokens(std::shared_ptr<const BytePairEncoding> bpe) : bpe_(std::move(bpe)) {}
+  const char* name() const override { return "bpe"; }
+  int64_t vocab_size() const override { return bpe_->vocab_size(); }
+  std::vector<int64_t> encode(const std::string& text) const override {
+    return bpe_->encode(text, in_parallel_region() ? 1 : num_threads());
+  }
+  std::string token(int64_t id) const override { return bpe_->token_bytes(id); }
+  std::string to_json() const override { return bpe_->to_json(); }
+  const BytePairEncoding& encoding() const { return *bpe_; }
+
+ private:
+  std::shared_ptr<const BytePairEncoding> bpe_;
+};
+
+// The readers by kind name; the built-in ones first.
+std::map<std::string, TokenizerReader>& readers() {
+  static std::map<std::string, TokenizerReader> all = {
+      {"byte",
+       [](const std::string& json) -> std::shared_ptr<const TokenizerKind> {
+         const std::string op = "Tokenizer::from_json: ";
+         const Json j = parse_json(json);
+         if (j.contains("symbols")) throw std::invalid_argument(op + "a byte tokenizer has no \"symbols\" (its vocabulary is the 256 bytes)");
+         parse_options_object(json, {"kind"}, op);
+         return std::make_shared<const ByteTokens>();
+       }},
+      {"char", &CharacterTokens::read},
+      {"bpe",
+       [](const std::string& json) -> std::shared_ptr<const TokenizerKind> {
+         return std::make_shared<const BytePairTokens>(
+             std::make_shared<const BytePairEncoding>(BytePairEncoding::from_json(json, "Tokenizer::from_json")));
+       }},
+  };
+  return all;
+}
+
+std::mutex& readers_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+size_t TokenizerKind::last_safe_cut(std::string_view text, size_t from) const {
+  if (text.size() < 2) return 0;
+  // A newline at i with printable non-blanks at i - 1 and i + 1: cut at i + 1.
+  for (size_t i = text.size() - 2; i >= std::max<size_t>(from, 1); --i) {
+    if (text[i] == '\n' && printable_non_blank(text[i - 1]) && printable_non_blank(text[i + 1])) return i + 1;
+  }
+  return 0;
+}
+
+void register_tokenizer_kind(const std::string& name, TokenizerReader reader) {
+  if (name.empty() || !reader) throw std::invalid_argument("register_tokenizer_kind: a kind needs a name and a reader");
+  const std::lock_guard<std::mutex> lock(readers_mutex());
+  if (!readers().emplace(name, std::move(reader)).second) {
+    throw std::invalid_argument("register_tokenizer_kind: the kind \"" + name + "\" is registered already");
+  }
+}
+
+std::vector<std::string> tokenizer_kind_names() {
+  const std::lock_guard<std::mutex> lock(readers_mutex());
+  std::vector<std::string> names;
+  for (const auto& [name, reader] : readers()) names.push_back(name);
+  return names;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Tokenizer
+
+Tokenizer::Tokenizer() : kind_(std::make_shared<const ByteTokens>()) {}
+
+Tokenizer::Tokenizer(std::shared_ptr<const TokenizerKind> kind) : kind_(std::move(kind)) {
+  if (!kind_) throw std::invalid_argument("Tokenizer: no kind given");
+}
 
 Tokenizer Tokenizer::characters(const std::string& text) {
   const std::string op = "Tokenizer::characters";
@@ -76,63 +265,33 @@ Tokenizer Tokenizer::characters(const std::string& text) {
     }
     pos += cp.length;
   }
-  Tokenizer t;
-  t.kind_ = Kind::characters;
+  std::vector<std::string> symbols;
   for (uint32_t c = 0; c < 128; ++c) {
-    if (seen[c]) t.symbols_.push_back(std::string(1, static_cast<char>(c)));
+    if (seen[c]) symbols.push_back(std::string(1, static_cast<char>(c)));
   }
   // std::string compares bytes as unsigned char, so this is byte order, which for UTF-8 is also
   // code point order; every multi-byte character sorts after all of ASCII.
   std::sort(others.begin(), others.end());
-  t.symbols_.insert(t.symbols_.end(), others.begin(), others.end());
-  return t;
+  symbols.insert(symbols.end(), others.begin(), others.end());
+  return Tokenizer(std::make_shared<const CharacterTokens>(std::move(symbols)));
 }
 
 Tokenizer Tokenizer::bytes() { return Tokenizer(); }
 
 Tokenizer Tokenizer::bpe(const BytePairEncoding& encoding) {
-  Tokenizer t;
-  t.kind_ = Kind::bpe;
-  t.bpe_ = std::make_shared<const BytePairEncoding>(encoding);
-  return t;
+  return Tokenizer(std::make_shared<const BytePairTokens>(std::make_shared<const BytePairEncoding>(encoding)));
 }
 
 const BytePairEncoding& Tokenizer::byte_pairs() const {
-  if (kind_ != Kind::bpe) throw std::logic_error(std::string("Tokenizer::byte_pairs: a ") + kind_name() + " tokenizer has no byte pairs");
-  return *bpe_;
-}
-
-const char* Tokenizer::kind_name() const {
-  switch (kind_) {
-    case Kind::characters: return "char";
-    case Kind::bytes: return "byte";
-    case Kind::bpe: return "bpe";
-  }
-  return "?";
-}
-
-int64_t Tokenizer::vocab_size() const {
-  switch (kind_) {
-    case Kind::characters: return static_cast<int64_t>(symbols_.size());
-    case Kind::bytes: return 256;
-    case Kind::bpe: return bpe_->vocab_size();
-  }
-  return 0;
-}
-
-std::string Tokenizer::to_json() const {
-  if (kind_ == Kind::bpe) return bpe_->to_json();
-  OrderedJson j = {{"kind", kind_name()}};
-  // The symbols as JSON strings: the UTF-8 itself, so the description stays readable in a
-  // checkpoint's metadata; JSON escapes the control characters.
-  if (kind_ == Kind::characters) j["symbols"] = symbols_;
-  return j.dump();
+  const auto* b = dynamic_cast<const BytePairTokens*>(kind_.get());
+  if (b == nullptr) throw std::logic_error(std::string("Tokenizer::byte_pairs: a ") + kind_name() + " tokenizer has no byte pairs");
+  return b->encoding();
 }
 
 std::string describe_tokenizer(const Tokenizer& tokenizer) {
   std::string out = std::string(tokenizer.kind_name()) + " tokenizer of " + std::to_string(tokenizer.vocab_size()) + " ids";
-  if (tokenizer.kind() == Tokenizer::Kind::bytes) return out;
-  if (tokenizer.kind() == Tokenizer::Kind::bpe && tokenizer.byte_pairs().byte_order() == ByteOrder::gpt2) {
+  if (dynamic_cast<const ByteTokens*>(&tokenizer.kind()) != nullptr) return out;
+  if (const auto* b = dynamic_cast<const BytePairTokens*>(&tokenizer.kind()); b && b->encoding().byte_order() == ByteOrder::gpt2) {
     out += " in GPT-2's byte order";
   }
   const std::string json = tokenizer.to_json();
@@ -151,92 +310,33 @@ std::string describe_tokenizer_json(const std::string& json) {
 
 Tokenizer Tokenizer::from_json(const std::string& json) {
   const std::string op = "Tokenizer::from_json: ";
-  // The byte-pair encoding's own fields are known here too, so that its kind can be read
-  // first; the other kinds refuse them below.
-  const std::vector<std::string_view> bpe_fields = {"pattern", "byte_order", "specials", "merges"};
-  const Json j = parse_options_object(json, {"kind", "symbols", "pattern", "byte_order", "specials", "merges"}, op);
+  Json j;
+  try {
+    j = parse_json(json);
+  } catch (const JsonError& e) {
+    throw std::invalid_argument(op + e.what());
+  }
+  if (!j.is_object()) throw std::invalid_argument(op + "expected an object, got " + json);
   const auto kind_it = j.find("kind");
   if (kind_it == j.end()) throw std::invalid_argument(op + "missing \"kind\" in " + json);
   if (!kind_it->is_string()) throw std::invalid_argument(op + "\"kind\" must be a string, got " + kind_it->dump());
   const std::string kind = kind_it->get<std::string>();
-  if (kind == "bpe") return bpe(BytePairEncoding::from_json(json, "Tokenizer::from_json"));
-  for (std::string_view field : bpe_fields) {
-    if (j.contains(field)) throw std::invalid_argument(op + "unknown field \"" + std::string(field) + "\" in a " + kind + " tokenizer");
+  TokenizerReader reader;
+  {
+    const std::lock_guard<std::mutex> lock(readers_mutex());
+    const auto it = readers().find(kind);
+    if (it != readers().end()) reader = it->second;
   }
-  const auto symbols_it = j.find("symbols");
-  if (kind == "byte") {
-    if (symbols_it != j.end()) throw std::invalid_argument(op + "a byte tokenizer has no \"symbols\" (its vocabulary is the 256 bytes)");
-    return bytes();
+  if (!reader) {
+    std::string known;
+    for (const std::string& n : tokenizer_kind_names()) known += (known.empty() ? "\"" : ", \"") + n + "\"";
+    throw std::invalid_argument(op + "unknown \"kind\" \"" + kind + "\" (the known kinds: " + known + ")");
   }
-  if (kind != "char") throw std::invalid_argument(op + "unknown \"kind\" \"" + kind + "\" (expected \"char\", \"byte\" or \"bpe\")");
-  if (symbols_it == j.end()) throw std::invalid_argument(op + "a char tokenizer needs \"symbols\"");
-  if (!symbols_it->is_array()) {
-    throw std::invalid_argument(op + "\"symbols\" must be an array of strings, got " + json_type_name(*symbols_it));
+  std::shared_ptr<const TokenizerKind> read = reader(json);
+  if (!read || read->name() != kind) {
+    throw std::invalid_argument(op + "the reader of \"" + kind + "\" gave " + (read ? "a \"" + std::string(read->name()) + "\" tokenizer" : "nothing"));
   }
-  if (symbols_it->empty()) throw std::invalid_argument(op + "\"symbols\" is empty");
-  Tokenizer t;
-  t.kind_ = Kind::characters;
-  for (size_t i = 0; i < symbols_it->size(); ++i) {
-    const Json& s = (*symbols_it)[i];
-    const std::string where = "symbol " + std::to_string(i);
-    if (!s.is_string()) throw std::invalid_argument(op + where + " must be a string, got " + s.dump());
-    std::string symbol = s.get<std::string>();
-    const CodePoint cp = symbol.empty() ? CodePoint{} : decode_utf8(symbol, 0);
-    if (cp.length == 0 || cp.length != symbol.size()) {
-      throw std::invalid_argument(op + where + " must be exactly one UTF-8 character, got " + s.dump());
-    }
-    if (!t.symbols_.empty()) {
-      // Ids are positions in the sorted list: a duplicate or an unsorted list is not what
-      // characters() wrote and would silently map text to other ids.
-      if (symbol == t.symbols_.back()) throw std::invalid_argument(op + where + " " + s.dump() + " appears twice");
-      if (symbol < t.symbols_.back()) {
-        throw std::invalid_argument(op + where + " " + s.dump() + " is out of order (the symbols are sorted by their bytes)");
-      }
-    }
-    t.symbols_.push_back(std::move(symbol));
-  }
-  return t;
-}
-
-std::vector<int64_t> Tokenizer::encode(const std::string& text) const {
-  if (kind_ == Kind::bpe) return bpe_->encode(text, in_parallel_region() ? 1 : num_threads());
-  std::vector<int64_t> ids;
-  if (kind_ == Kind::bytes) {
-    ids.reserve(text.size());
-    for (char c : text) ids.push_back(static_cast<unsigned char>(c));
-    return ids;
-  }
-  const std::string op = "Tokenizer::encode";
-  // Lookup: a table for ASCII, binary search over the sorted symbols for the rest.
-  int64_t ascii[128];
-  std::fill(std::begin(ascii), std::end(ascii), int64_t{-1});
-  for (size_t i = 0; i < symbols_.size() && symbols_[i].size() == 1; ++i) {
-    ascii[static_cast<unsigned char>(symbols_[i][0])] = static_cast<int64_t>(i);
-  }
-  ids.reserve(text.size());
-  for (size_t pos = 0; pos < text.size();) {
-    const CodePoint cp = decode_utf8(text, pos);
-    if (cp.length == 0) throw_invalid_utf8(op, text, pos, cp.problem);
-    int64_t id = -1;
-    if (cp.value < 128) {
-      id = ascii[cp.value];
-    } else {
-      const std::string symbol = text.substr(pos, cp.length);
-      const auto it = std::lower_bound(symbols_.begin(), symbols_.end(), symbol);
-      if (it != symbols_.end() && *it == symbol) id = it - symbols_.begin();
-    }
-    if (id < 0) {
-      throw std::invalid_argument(op + ": the text has a character the tokenizer does not know, " +
-                                  printable(cp.value, text.substr(pos, cp.length)) + " at byte offset " +
-                                  std::to_string(pos) + ": a character-level tokenizer knows only the " +
-                                  std::to_string(symbols_.size()) +
-                                  " characters of the text it was built from (a checkpoint's tokenizer, those of "
-                                  "its training text)");
-    }
-    ids.push_back(id);
-    pos += cp.length;
-  }
-  return ids;
+  return Tokenizer(std::move(read));
 }
 
 std::string Tokenizer::decode(int64_t id) const {
@@ -244,32 +344,14 @@ std::string Tokenizer::decode(int64_t id) const {
     throw std::invalid_argument("Tokenizer::decode: id " + std::to_string(id) + " is outside [0, " +
                                 std::to_string(vocab_size()) + ") of the " + kind_name() + " tokenizer");
   }
-  switch (kind_) {
-    case Kind::bytes: return std::string(1, static_cast<char>(static_cast<unsigned char>(id)));
-    case Kind::characters: return symbols_[static_cast<size_t>(id)];
-    case Kind::bpe: return bpe_->token_bytes(id);
-  }
-  return {};
+  return kind_->token(id);
 }
 
 std::vector<int64_t> Tokenizer::token_bytes() const {
-  switch (kind_) {
-    case Kind::characters: {
-      std::vector<int64_t> lengths;
-      lengths.reserve(symbols_.size());
-      for (const std::string& s : symbols_) lengths.push_back(static_cast<int64_t>(s.size()));
-      return lengths;
-    }
-    case Kind::bytes: return std::vector<int64_t>(256, 1);
-    case Kind::bpe: {  // a merged token stands for the bytes of its pieces; a special for its text
-      std::vector<int64_t> lengths(static_cast<size_t>(bpe_->vocab_size()));
-      for (int64_t id = 0; id < bpe_->vocab_size(); ++id) {
-        lengths[static_cast<size_t>(id)] = static_cast<int64_t>(bpe_->token_bytes(id).size());
-      }
-      return lengths;
-    }
-  }
-  return {};
+  // A merged token stands for the bytes of its pieces; a special for its text.
+  std::vector<int64_t> lengths(static_cast<size_t>(vocab_size()));
+  for (int64_t id = 0; id < vocab_size(); ++id) lengths[static_cast<size_t>(id)] = static_cast<int64_t>(kind_->token(id).size());
+  return lengths;
 }
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
@@ -278,7 +360,6 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const {
   for (int64_t id : ids) text += decode(id);
   return text;
 }
-
 
 namespace {
 constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD

@@ -23,6 +23,10 @@
 //                   model's state_dict saved as safetensors (safetensors.torch.save_file).
 //   The causal-mask buffers (h.N.attn.bias, h.N.attn.masked_bias) are skipped; lm_head.weight,
 //   when present, must equal wte.weight (the head is tied to the embedding here).
+//   The orientation is the file's, told once from h.0.attn.c_attn.weight (C x 3C or 3C x C);
+//   every other weight is read in it. A square weight (attn.c_proj, C x C) stored the other way
+//   round in a file whose c_attn follows the layout has the same shape either way: nothing in
+//   the file tells it apart, and it loads as the layout says (no tool writes such a file).
 //
 // The model's options must describe the file's network; the file is checked against them, not
 // the other way round: layers, width, vocabulary (a padded llm.c table gives its first vocab
