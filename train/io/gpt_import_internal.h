@@ -1,8 +1,9 @@
-// What the three files of GPT weight import share (train/io/gpt_import*.cpp); not a public header.
+// What the files of GPT weight import share (train/io/gpt_import*.cpp); not a public header.
 //   gpt_import.cpp          the layouts in safetensors files (attograd, Hugging Face, nanoGPT) and
 //                           the public functions of gpt_weights.h
 //   gpt_import_llmc.cpp     llm.c's .bin
 //   gpt_import_sources.cpp  reading every parameter's values from where a layout says they lie
+//   gpt_import_shape.cpp    the network a file of another tool describes
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,16 @@
 #include "attograd/train/io/safetensors.h"
 
 namespace ag::gpt_import {
+
+// The prefix of Hugging Face's names in a whole GPT2LMHeadModel ("transformer.wte.weight").
+inline const std::string kPrefix = "transformer.";
+
+// "'a', 'b', 'c'": the first names of a file's tensors, for a message.
+inline std::string first_names(const SafetensorsIndex& index) {
+  std::string out;
+  for (size_t i = 0; i < index.tensors.size() && i < 3; ++i) out += (i ? ", '" : "'") + index.tensors[i].name + "'";
+  return out.empty() ? "no tensors" : out;
+}
 
 // std::runtime_error "GPT weights 'PATH': WHAT".
 [[noreturn]] void fail(const std::string& path, const std::string& what);
