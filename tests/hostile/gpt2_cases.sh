@@ -402,3 +402,28 @@ BIN=$GPT run error "'data' entry|crc32c" "train_gpt --resume after 64 tokens cha
 VMEM_KB=$((8 * 1024 * 1024)) BIN=$work/bin/examples/train_seq2seq run error "held-out set|--eval-sequences" \
   "train_seq2seq --eval-sequences 1048576 --max-len 1024 --batch 1 (a held-out set of 32 GiB)" \
   --eval-sequences 1048576 --max-len 1024 --batch 1 --steps 2 --quiet
+
+# generate, evaluate and export_gpt read other tools' weights directly (train/gpt_load.h): a file
+# that is no weights, a folder without model.safetensors, what a file does not say left out, a
+# tokenizer of another size, and hints beside a checkpoint that says it all are refused by name.
+GENERATE=$work/bin/examples/generate
+EVALUATE=$work/bin/examples/evaluate
+PROTECT=() MAYCHANGE=()
+BIN=$GENERATE run error "zeros.bin|neither a safetensors file" "generate --checkpoint <100 zero bytes>" \
+  --checkpoint "$W/zeros.bin" --prompt x --tokens 2
+mkdir -p "$G9/empty-hf"
+BIN=$EVALUATE run error "empty-hf|without model.safetensors" "evaluate --checkpoint <a folder without model.safetensors>" \
+  --checkpoint "$G9/empty-hf" --data "$text" --stride 8
+"$EXPORT" --checkpoint "$G9/D/model.safetensors" --format hf --out "$G9/hf-export" >/dev/null 2>&1 ||
+  die "could not export the HF directory of group 9"
+mkdir -p "$G9/alone" && cp "$G9/hf-export/model.safetensors" "$G9/alone/"
+BIN=$GENERATE run error "give --heads" "generate --checkpoint <model.safetensors of d_model 16 without config.json>" \
+  --checkpoint "$G9/alone/model.safetensors" --tokenizer byte --prompt x --tokens 2
+BIN=$GENERATE run error "give --tokenizer|256" "generate --checkpoint <an HF directory of 256 tokens>, no --tokenizer" \
+  --checkpoint "$G9/hf-export" --prompt x --tokens 2
+BIN=$GENERATE run error "its model and tokenizer are its own" "generate --checkpoint <a checkpoint> --heads 2" \
+  --checkpoint "$G9/D/model.safetensors" --heads 2 --prompt x --tokens 2
+BIN=$GENERATE run error "contradicts|n_head is 2" "generate --checkpoint <an HF directory> --heads 4 (config.json says 2)" \
+  --checkpoint "$G9/hf-export" --tokenizer byte --heads 4 --prompt x --tokens 2
+BIN=$GENERATE run ok "" "generate --checkpoint <an HF directory> --tokenizer byte (the shape from config.json)" \
+  --checkpoint "$G9/hf-export" --tokenizer byte --prompt x --tokens 2
