@@ -310,13 +310,7 @@ std::string describe_tokenizer_json(const std::string& json) {
 
 Tokenizer Tokenizer::from_json(const std::string& json) {
   const std::string op = "Tokenizer::from_json: ";
-  Json j;
-  try {
-    j = parse_json(json);
-  } catch (const JsonError& e) {
-    throw std::invalid_argument(op + e.what());
-  }
-  if (!j.is_object()) throw std::invalid_argument(op + "expected an object, got " + json);
+  const Json j = parse_json_object(json, op);  // any keys: the kind's reader checks them
   const auto kind_it = j.find("kind");
   if (kind_it == j.end()) throw std::invalid_argument(op + "missing \"kind\" in " + json);
   if (!kind_it->is_string()) throw std::invalid_argument(op + "\"kind\" must be a string, got " + kind_it->dump());

@@ -183,8 +183,7 @@ const char* json_type_name(const Json& value) {
   return "?";
 }
 
-Json parse_options_object(const std::string& text, const std::vector<std::string_view>& known,
-                          const std::string& op) {
+Json parse_json_object(const std::string& text, const std::string& op) {
   Json j;
   try {
     j = parse_json(text);
@@ -192,6 +191,12 @@ Json parse_options_object(const std::string& text, const std::vector<std::string
     throw std::invalid_argument(op + e.what());
   }
   if (!j.is_object()) throw std::invalid_argument(op + "expected an object, got " + text);
+  return j;
+}
+
+Json parse_options_object(const std::string& text, const std::vector<std::string_view>& known,
+                          const std::string& op) {
+  const Json j = parse_json_object(text, op);
   for (const auto& [key, value] : j.items()) {
     bool ok = false;
     for (std::string_view k : known) ok = ok || k == key;

@@ -64,6 +64,10 @@ std::optional<int64_t> json_int64(const Json& value);
 // "an object", "a string", ...: for messages.
 const char* json_type_name(const Json& value);
 
+// Parses a document that must be a JSON object, whatever its keys; malformed text or another
+// value is std::invalid_argument starting with `op`.
+Json parse_json_object(const std::string& text, const std::string& op);
+
 // Parses an options document: `text` must be a JSON object whose keys are all in `known`.
 // Every failure (malformed text, not an object, an unknown key) is std::invalid_argument
 // starting with `op`, e.g. "trainer_options_from_json: unknown field \"lr_max\"".
