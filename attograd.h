@@ -1,5 +1,7 @@
-// attograd: the whole public API in one include, <attograd.h>. Each header can also be
-// included on its own as <attograd/<folder>/<file>.h>.
+// attograd: the framework in one include, <attograd.h>: the tensor, autograd, the layers and the
+// training loop. Each header can also be included on its own as <attograd/<folder>/<file>.h>;
+// the tooling (text/, models/<family>/) is included header by header and linked as its own
+// libraries (attograd-text, attograd-models).
 #pragma once
 
 // core: tensors and the derivative-free tensor math an op is written with
@@ -40,39 +42,24 @@
 #include "attograd/layers/transformer.h"
 #include "attograd/layers/transformer_decoder.h"
 
-// models: complete networks
-#include "attograd/models/generate.h"
-#include "attograd/models/gpt.h"
-#include "attograd/models/seq2seq.h"
-#include "attograd/models/seq2seq_decode.h"
-#include "attograd/models/sequence_model.h"
+// train: the loop and what it uses: losses, metrics, optimizers, schedules, checkpoints,
+// data parallelism, the reports
 #include "attograd/train/clip.h"
-#include "attograd/train/data/bpe.h"
-#include "attograd/train/data/seq2seq_tasks.h"
-#include "attograd/train/data/sequence_tasks.h"
-#include "attograd/train/data/text.h"
-#include "attograd/train/data/text_stream.h"
-#include "attograd/train/data/token_shards.h"
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/dist/data_parallel.h"
-#include "attograd/train/eval_text.h"
-#include "attograd/train/finetune.h"
-#include "attograd/train/gpt_job.h"
 #include "attograd/train/io/checkpoint.h"
-#include "attograd/train/io/gpt_weights.h"
-#include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
 #include "attograd/train/job.h"
 #include "attograd/train/losses.h"
+#include "attograd/train/memory.h"
+#include "attograd/train/metrics.h"
+#include "attograd/train/observer.h"
 #include "attograd/train/optim.h"
 #include "attograd/train/report/metrics_log.h"
+#include "attograd/train/report/observers.h"
 #include "attograd/train/report/plot.h"
 #include "attograd/train/report/progress.h"
 #include "attograd/train/report/run_clock.h"
 #include "attograd/train/schedule.h"
-#include "attograd/train/seq2seq_job.h"
-#include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 #include "attograd/train/update.h"
-
-// train: losses, optimizers, schedules, data, the trainer, checkpoints

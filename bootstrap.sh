@@ -4,7 +4,7 @@
 #   ./bootstrap.sh                  release build in build/ (configured, nothing compiled)
 #   ./bootstrap.sh --run PROGRAM [ARGS...]
 #                                   the same, then builds only the library and
-#                                   build/examples/PROGRAM and runs it with ARGS
+#                                   build/tools/PROGRAM and runs it with ARGS
 #   CI=true ./bootstrap.sh          the same with warnings as errors
 # Every stage (packages, configure, and with --run build and run) prints one line when it
 # starts and one with its elapsed time when it ends.
@@ -15,15 +15,15 @@ cd "$(dirname "$0")"
 program=""
 if [ "${1:-}" = "--run" ]; then
   if [ -z "${2:-}" ]; then
-    echo "usage: $0 [--run PROGRAM [ARGS...]]   (PROGRAM: train_sequence, train_gpt, ... in examples/)" >&2
+    echo "usage: $0 [--run PROGRAM [ARGS...]]   (PROGRAM: train_sequence, train_gpt, ... in tools/)" >&2
     exit 2
   fi
   program=$2
   shift 2
-  if [ ! -f "examples/$program.cpp" ]; then
-    programs=(examples/*.cpp)
-    programs=("${programs[@]#examples/}")
-    echo "bootstrap: examples/$program.cpp does not exist: PROGRAM is one of ${programs[*]%.cpp}" >&2
+  if [ ! -f "tools/$program.cpp" ]; then
+    programs=(tools/*.cpp)
+    programs=("${programs[@]#tools/}")
+    echo "bootstrap: tools/$program.cpp does not exist: PROGRAM is one of ${programs[*]%.cpp}" >&2
     exit 2
   fi
 elif [ $# -gt 0 ]; then
@@ -51,7 +51,7 @@ end() {
 # CLI11 (command lines and config files) and nlohmann-json (header-only both). fortunes: the
 # default text corpus of the language model (train_gpt), plain text under
 # /usr/share/games/fortunes/. PCRE2: the byte-pair encoder's pre-tokenisation (GPT-2's pattern
-# needs Unicode properties; train/data/pretokenize.cpp).
+# needs Unicode properties; text/pretokenize.cpp).
 packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann-json3-dev libpcre2-dev fortunes)
 # What the rest needs: Boost.Test for the tests; python3-numpy only for the test that reads a
 # checkpoint with an independent reader (never needed at run time); OpenMPI for data-parallel runs
@@ -108,13 +108,13 @@ if [ -z "$program" ]; then
 fi
 # Only the library and the one program: the tests and benchmarks (most of the ~190 targets)
 # are left to `ninja -C build`, which the test command runs.
-begin build "the library and build/examples/$program (ninja -C build -j2 examples/$program)"
-ninja -C build -j2 "examples/$program"
+begin build "the library and build/tools/$program (ninja -C build -j2 tools/$program)"
+ninja -C build -j2 "tools/$program"
 end
 
-begin run "build/examples/$program${*:+ $*} (in $caller)"
+begin run "build/tools/$program${*:+ $*} (in $caller)"
 status=0
-binary="$PWD/build/examples/$program"
+binary="$PWD/build/tools/$program"
 (cd "$caller" && "$binary" "$@") || status=$?
 end "exit status $status"
 exit "$status"

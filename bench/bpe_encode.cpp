@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "attograd/core/threads.h"
-#include "attograd/train/data/bpe.h"
+#include "attograd/text/bpe.h"
 #include "attograd/train/io/atomic_file.h"
 
 int main(int argc, char** argv) {

@@ -112,12 +112,15 @@ echo
 echo "time to 99% exact-sequence accuracy on reverse (tiny model, whole process, wall seconds)"
 tiny_flags=(--task reverse --vocab 16 --length 16 --batch 32 --d-model 32 --heads 2 --d-ff 64 --layers 2 --post-norm)
 for r in $(seq "$ROUNDS"); do
-  s=$(date +%s.%N); "$BUILD"/examples/train_sequence "${tiny_flags[@]}" --threads 1 --quiet >/dev/null; e=$(date +%s.%N)
+  s=$(date +%s.%N); "$BUILD"/tools/train_sequence "${tiny_flags[@]}" --threads 1 --quiet >/dev/null; e=$(date +%s.%N)
   echo "attograd $(echo "$e - $s" | bc)" >>"$tmp/reach.txt"
   s=$(date +%s.%N); "$PY" bench/torch_reference.py --config tiny --train-reverse --json >/dev/null; e=$(date +%s.%N)
   echo "pytorch $(echo "$e - $s" | bc)" >>"$tmp/reach.txt"
-  if [ -n "$BASELINE" ] && [ -x "$BASELINE/examples/train_sequence" ]; then
-    s=$(date +%s.%N); "$BASELINE"/examples/train_sequence "${tiny_flags[@]}" --threads 1 --quiet >/dev/null; e=$(date +%s.%N)
+  # A baseline built before the programs moved to tools/ has them in examples/.
+  base_seq=$BASELINE/tools/train_sequence
+  [ -x "$base_seq" ] || base_seq=$BASELINE/examples/train_sequence
+  if [ -n "$BASELINE" ] && [ -x "$base_seq" ]; then
+    s=$(date +%s.%N); "$base_seq" "${tiny_flags[@]}" --threads 1 --quiet >/dev/null; e=$(date +%s.%N)
     echo "before $(echo "$e - $s" | bc)" >>"$tmp/reach.txt"
   fi
 done

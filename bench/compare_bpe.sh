@@ -5,12 +5,12 @@
 #     WebAssembly) and js-tiktoken (JavaScript) (bench/bpe_encode_reference.js); each round runs
 #     one process of each, one after the other, so a change of load hits all alike; each process
 #     reports the median of REPEAT encodings, the table the median of the processes;
-#  2. training a 4,096-token vocabulary on all of the fortunes (examples/train_bpe, whole
+#  2. training a 4,096-token vocabulary on all of the fortunes (tools/train_bpe, whole
 #     process, wall seconds, on one thread and two), ROUNDS times.
 #
 #   bench/compare_bpe.sh                 3 rounds, 3 encodings per process
 #   ROUNDS=5 REPEAT=5 BUILD=build bench/compare_bpe.sh
-# Needs a release build of bench/bpe_encode and examples/train_bpe in $BUILD, the references
+# Needs a release build of bench/bpe_encode and tools/train_bpe in $BUILD, the references
 # (tests/data/install_references.sh --apt) and the bible program (bible-kjv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,7 +58,7 @@ for threads in 1 2; do
   times=()
   for ((r = 1; r <= ROUNDS; r++)); do
     start=$(date +%s.%N)
-    "$BUILD/examples/train_bpe" --vocab-size 4096 --out "$work/fortunes.bpe" --overwrite --threads "$threads" >"$work/train.txt"
+    "$BUILD/tools/train_bpe" --vocab-size 4096 --out "$work/fortunes.bpe" --overwrite --threads "$threads" >"$work/train.txt"
     times+=("$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')")
   done
   echo "threads $threads: ${times[*]}   ($(head -1 "$work/train.txt"))"

@@ -11,7 +11,7 @@
 #   THREADS=1 bench/compare_seq2seq.sh                both frameworks on one thread (default 2)
 #   BUILD=build-bench bench/compare_seq2seq.sh        another build directory (default build/)
 #   BASELINE=../attograd-old/build bench/compare_seq2seq.sh
-#                                                     also run that build's examples/train_seq2seq,
+#                                                     also run that build's tools/train_seq2seq,
 #                                                     same flags, in the same rounds (a "before"
 #                                                     for a change: build the old commit there)
 # Reports, per task and framework: the steps and the seconds to the target (the whole process,
@@ -21,7 +21,7 @@
 # and each task gains a "baseline" row and an "attograd / baseline" row, read the same way, with
 # the ratio of the steps too (not 1: the new build trains differently, so its times to the
 # target measure other work).
-# Needs a release build of examples/train_seq2seq in $BUILD and /usr/bin/python3 with
+# Needs a release build of tools/train_seq2seq in $BUILD and /usr/bin/python3 with
 # torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,11 +32,11 @@ BEAM=${BEAM:-4}
 BASELINE=${BASELINE:-}
 PY=/usr/bin/python3
 BUILD=${BUILD:-build}
-ours=$BUILD/examples/train_seq2seq
-[ -x "$ours" ] || { echo "compare_seq2seq.sh: $ours is missing: build it (ninja -C $BUILD examples/train_seq2seq)" >&2; exit 2; }
-base=$BASELINE/examples/train_seq2seq
+ours=$BUILD/tools/train_seq2seq
+[ -x "$ours" ] || { echo "compare_seq2seq.sh: $ours is missing: build it (ninja -C $BUILD tools/train_seq2seq)" >&2; exit 2; }
+base=$BASELINE/tools/train_seq2seq
 if [ -n "$BASELINE" ] && [ ! -x "$base" ]; then
-  echo "compare_seq2seq.sh: BASELINE=$BASELINE has no examples/train_seq2seq: build it there first (ninja -C $BASELINE examples/train_seq2seq)" >&2
+  echo "compare_seq2seq.sh: BASELINE=$BASELINE has no tools/train_seq2seq: build it there first (ninja -C $BASELINE tools/train_seq2seq)" >&2
   exit 2
 fi
 "$PY" -c 'import torch' 2>/dev/null || { echo "compare_seq2seq.sh: /usr/bin/python3 cannot import torch (apt-get install python3-torch)" >&2; exit 2; }

@@ -1,4 +1,4 @@
-// Times GPT-2 (a preset of models/gpt.h) coming in from a weights file, and optionally its cached
+// Times GPT-2 (a preset of models/gpt/gpt.h) coming in from a weights file, and optionally its cached
 // generation: bench/compare_gpt2.sh runs it under /usr/bin/time -v beside bench/torch_gpt2.py.
 //
 //   build/bench/gpt2_load --weights /tmp/gpt2-bench/model.safetensors           build + import
@@ -27,13 +27,13 @@
 #include <string>
 #include <vector>
 
-#include "../examples/threads_flag.h"
+#include "../tools/common/threads_flag.h"
 #include "attograd/autograd/grad_mode.h"
 #include "attograd/core/skip_init.h"
 #include "attograd/core/threads.h"
-#include "attograd/models/generate.h"
-#include "attograd/models/gpt.h"
-#include "attograd/train/io/gpt_weights.h"
+#include "attograd/models/gpt/generate.h"
+#include "attograd/models/gpt/gpt.h"
+#include "attograd/models/gpt/gpt_weights.h"
 #include "guarded_main.h"
 
 namespace {

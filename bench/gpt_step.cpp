@@ -1,4 +1,4 @@
-// Times the GPT of models/gpt.h: full training steps (forward, cross-entropy over (B*T, vocab)
+// Times the GPT of models/gpt/gpt.h: full training steps (forward, cross-entropy over (B*T, vocab)
 // through GPT::loss as the trainer takes it, backward, AdamW update) on random token batches, or greedy generation with and without the KV
 // cache; float32. bench/torch_gpt.py is the same model in PyTorch with the same flags and JSON;
 // bench/compare_gpt.sh runs both.
@@ -24,13 +24,13 @@
 #include <string>
 #include <vector>
 
-#include "../examples/threads_flag.h"
+#include "../tools/common/threads_flag.h"
 #include "attograd/autograd/profiler.h"
 #include "attograd/core/indices.h"
 #include "attograd/core/rng.h"
 #include "attograd/core/threads.h"
-#include "attograd/models/generate.h"
-#include "attograd/models/gpt.h"
+#include "attograd/models/gpt/generate.h"
+#include "attograd/models/gpt/gpt.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/optim.h"
 #include "guarded_main.h"

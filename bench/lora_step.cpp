@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "../examples/threads_flag.h"
+#include "../tools/common/threads_flag.h"
 #include "attograd/core/indices.h"
 #include "attograd/core/rng.h"
 #include "attograd/core/threads.h"
 #include "attograd/layers/lora.h"
-#include "attograd/models/gpt.h"
+#include "attograd/models/gpt/gpt.h"
 #include "attograd/train/losses.h"
 #include "attograd/train/optim.h"
 #include "guarded_main.h"

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-2}
 STEPS=${STEPS:-3}
 BUILD=${BUILD:-build}
-gpt=$(pwd)/$BUILD/examples/train_gpt
+gpt=$(pwd)/$BUILD/tools/train_gpt
 [ -x "$gpt" ] || { echo "mpi_gpt2.sh: $gpt is missing: build it" >&2; exit 2; }
 command -v mpirun >/dev/null || { echo "mpi_gpt2.sh: no mpirun (apt-get install openmpi-bin)" >&2; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

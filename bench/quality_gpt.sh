@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The quality figure of issue 14: attograd's examples/train_gpt with its defaults (the baby model
+# The quality figure of issue 14: attograd's tools/train_gpt with its defaults (the baby model
 # on Debian's fortunes, 1000 steps) against its PyTorch twin bench/torch_gpt_train.py trained with
 # the same settings, one after the other on this machine. Prints the validation loss of both at
 # every evaluation, the final ones, their relative difference (the issue asks for <= 2%) and the
@@ -13,15 +13,15 @@
 # random numbers (initial weights, batch positions), so the losses agree only statistically;
 # bench/torch_gpt_train.py's docstring lists what is matched. The script also checks that both
 # sides read the same text: token count and vocabulary from attograd's checkpoint metadata.
-# Needs a release build of examples/train_gpt in $BUILD and /usr/bin/python3 with torch.
+# Needs a release build of tools/train_gpt in $BUILD and /usr/bin/python3 with torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=/usr/bin/python3
 BUILD=${BUILD:-build}
 OURS_THREADS=${OURS_THREADS:-2}
 TORCH_BLAS_THREADS=${TORCH_BLAS_THREADS:-2}
-ours=$BUILD/examples/train_gpt
-[ -x "$ours" ] || { echo "quality_gpt.sh: $ours is missing: build it (ninja -C $BUILD examples/train_gpt)" >&2; exit 2; }
+ours=$BUILD/tools/train_gpt
+[ -x "$ours" ] || { echo "quality_gpt.sh: $ours is missing: build it (ninja -C $BUILD tools/train_gpt)" >&2; exit 2; }
 "$PY" -c 'import torch' 2>/dev/null || { echo "quality_gpt.sh: /usr/bin/python3 cannot import torch (apt-get install python3-torch)" >&2; exit 2; }
 
 common=()

@@ -19,9 +19,12 @@ BASELINE=${BASELINE:?set BASELINE to the build directory to compare with}
 LONG=${LONG:-0}
 PY=/usr/bin/python3
 case $BUILD in /*) ;; *) BUILD=$root/$BUILD ;; esac
+# A program of build $1: tools/ since the programs moved there, examples/ in a baseline built
+# from a commit before that.
+program_in() { if [ -x "$1/tools/$2" ]; then echo "$1/tools/$2"; else echo "$1/examples/$2"; fi; }
 for b in "$BUILD" "$BASELINE"; do
   for p in train_sequence train_gpt train_seq2seq; do
-    [ -x "$b/examples/$p" ] || { echo "same_losses.sh: $b/examples/$p is missing: build it first" >&2; exit 2; }
+    [ -x "$(program_in "$b" "$p")" ] || { echo "same_losses.sh: $b/tools/$p is missing: build it first" >&2; exit 2; }
   done
 done
 
@@ -55,7 +58,7 @@ for i in "${!runs[@]}"; do
     [ "$side" = old ] && bin=$BASELINE
     dir=$tmp/$i-$side
     mkdir -p "$dir"
-    if ! (cd "$dir" && "$bin/examples/$program" "${words[@]:1}" --threads 2 --quiet --overwrite \
+    if ! (cd "$dir" && "$(program_in "$bin" "$program")" "${words[@]:1}" --threads 2 --quiet --overwrite \
             --log "$dir/metrics.jsonl" --plot "$dir/plot.svg" >"$dir/out.txt" 2>&1); then
       echo "FAILED ($side): ${runs[$i]}"
       tail -n 5 "$dir/out.txt"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch twin of build/bench/gpt_step: the same GPT (models/gpt.h), the same training step
+"""The PyTorch twin of build/bench/gpt_step: the same GPT (models/gpt/gpt.h), the same training step
 and greedy generation, the same flags and JSON. A development tool only (run it with Debian's
 /usr/bin/python3, PyTorch 1.13).
 
@@ -76,7 +76,7 @@ def fingerprint(tokens):
 
 
 def define_gpt(layers, heads, d, block, vocab, dropout=0.0):
-    """attograd's GPT (models/gpt.h) in PyTorch, initialised as attograd initialises it, from
+    """attograd's GPT (models/gpt/gpt.h) in PyTorch, initialised as attograd initialises it, from
     torch's default generator (seed it with torch.manual_seed first). Dropout sits where
     attograd's does: after the embeddings, on the attention weights, on both residual branches
     and between the MLP's two layers; with dropout 0 (the bench's case) none of it runs.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch twin of examples/train_gpt: the same text, vocabulary, split, model,
+"""The PyTorch twin of tools/train_gpt: the same text, vocabulary, split, model,
 initialisation scheme, optimizer, schedule, clipping and validation windows, so that the two
 final validation losses can be compared (bench/quality_gpt.sh). A development tool only (run it
 with Debian's /usr/bin/python3, PyTorch 1.13).
@@ -7,7 +7,7 @@ with Debian's /usr/bin/python3, PyTorch 1.13).
   /usr/bin/python3 bench/torch_gpt_train.py                         # train_gpt's defaults
   /usr/bin/python3 bench/torch_gpt_train.py --steps 20 --eval-every 10 --json
 
-What is the same as train_gpt (train/data/text.h, train/gpt_job.h, train/trainer.h, examples/train_gpt_cli.h):
+What is the same as train_gpt (text/corpus.h, models/gpt/gpt_job.h, train/trainer.h, tools/train_gpt_cli.h):
   * corpus: every regular file (not a symlink, not *.dat) directly under
     /usr/share/games/fortunes, in sorted path order, each with its lines that are exactly "%"
     removed, joined by "\\n"; or the bytes of --data;
@@ -40,7 +40,7 @@ FORTUNES_DIR = "/usr/share/games/fortunes"
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    # Defaults: examples/train_gpt_cli.h (TrainGPTArgs).
+    # Defaults: tools/train_gpt_cli.h (TrainGPTArgs).
     p.add_argument("--data", default="", help="text file (default: every fortune under " + FORTUNES_DIR + ")")
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--heads", type=int, default=4)
@@ -75,7 +75,7 @@ def parse_args():
 
 
 def drop_separator_lines(data):
-    """The bytes with every line that is exactly b"%" left out (train/data/text.cpp)."""
+    """The bytes with every line that is exactly b"%" left out (text/corpus.cpp)."""
     lines = data.split(b"\n")
     out = [line + b"\n" for line in lines[:-1] if line != b"%"]
     if lines[-1] not in (b"", b"%"):  # a last line without a newline
@@ -110,7 +110,7 @@ def lr_at(step, a):
 
 
 def eval_starts(n_val, block, batch, max_windows):
-    """train/data/text.cpp eval_batches: evenly spaced starts, the first at 0, the last at the end."""
+    """text/corpus.cpp eval_batches: evenly spaced starts, the first at 0, the last at the end."""
     last_start = n_val - block - 1
     windows = min(max_windows, last_start + 1)
     if windows >= batch:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The PyTorch twin of examples/train_seq2seq: the same generated tasks, model, initialisation
+"""The PyTorch twin of tools/train_seq2seq: the same generated tasks, model, initialisation
 scheme, optimizer, schedule, clipping, held-out evaluation and stopping rule, so that the steps
 and the seconds to reach a target accuracy can be compared; then the decoding throughput of the
 trained model, greedy and beam search, both with a KV cache. A development tool only (run it
@@ -8,7 +8,7 @@ with Debian's /usr/bin/python3, PyTorch 1.13).
   /usr/bin/python3 bench/torch_seq2seq_train.py --task reverse-var --json
   /usr/bin/python3 bench/torch_seq2seq_train.py --task addition --min-len 1 --max-len 8 --steps 6000
 
-What is the same as train_seq2seq (train/seq2seq_tasks.h, models/seq2seq.h, models/seq2seq_decode.h,
+What is the same as train_seq2seq (train/seq2seq_tasks.h, models/seq2seq/seq2seq.h, models/seq2seq/seq2seq_decode.h,
 train/optim.h, train/schedule.h, train/clip.h):
   * tasks: addition ("417+38" -> "455", each operand min_len..max_len digits, no leading zero,
     most significant digit first; digits are tokens 3..12, '+' 13), reverse-var, sort-var and
@@ -32,7 +32,7 @@ train/optim.h, train/schedule.h, train/clip.h):
     --seed says), in batches of 256, at most longest-target + 1 tokens; a sequence is right when
     its tokens equal the target and it ended with eos; training stops at the first evaluation at
     --target or above;
-  * decoding (models/seq2seq_decode.cpp): greedy takes the most likely token (the first on a
+  * decoding (models/seq2seq/seq2seq_decode.cpp): greedy takes the most likely token (the first on a
     tie); beam search keeps --beam hypotheses per source by summed log-probability, looks at the
     best 2 * beam extensions per step (ties to the lower beam, then token), moves those ending in
     eos to the finished set (the best beam kept), stops when beam hypotheses finished and no alive
@@ -329,7 +329,7 @@ def length_penalty(n, alpha):
 
 
 def beam_search_one(torch, model, source, beam, max_tokens, alpha=0.6):
-    """models/seq2seq_decode.cpp beam_search_one: the best (tokens, ended)."""
+    """models/seq2seq/seq2seq_decode.cpp beam_search_one: the best (tokens, ended)."""
     K = beam
     src = torch.tensor([source])
     memory = encode(torch, model, src, [len(source)]).expand(K, -1, -1)
@@ -408,7 +408,7 @@ def main():
     params = sum(p.numel() for p in model.parameters())
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=a.weight_decay)
     train_rng = np.random.default_rng(a.seed)
-    # The held-out set does not move with --seed (attograd's eval_seed default, train/data/sequence_tasks.h).
+    # The held-out set does not move with --seed (attograd's eval_seed default, models/toy/sequence_tasks.h).
     held_out = task.examples(np.random.default_rng(EVAL_SEED), a.eval_sequences)
 
     def evaluate():

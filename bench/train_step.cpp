@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "attograd.h"
-#include "../examples/threads_flag.h"
-#include "attograd/models/sequence_model.h"
+#include "../tools/common/threads_flag.h"
+#include "attograd/models/toy/sequence_model.h"
+#include "attograd/models/toy/sequence_tasks.h"
 #include "attograd/train/optim.h"
-#include "attograd/train/data/sequence_tasks.h"
 #include "guarded_main.h"
 
 namespace {

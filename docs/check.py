@@ -9,7 +9,7 @@ when the page is rendered) just before it:
   the program's output, as printed
   ```
       COMMAND runs in a new scratch directory (with `build` there linking to the build tree, so
-      `build/examples/...` works as written); every line of the block must be among the lines it
+      `build/tools/...` works as written); every line of the block must be among the lines it
       prints (stdout and stderr), in the same order, once times and speeds are masked (see
       `mask`). Leading `$ ...` lines (the command as typed) are not compared; a line that ends
       in " ..." stands for any line that begins with what comes before it. `check short, continued:`
@@ -133,7 +133,7 @@ class Runner:
 
     def kernels_in_use(self):
         """The kernel set OpenBLAS loads with in this environment, as it names it ("?" if unknown)."""
-        program = os.path.join(self.build, "examples", "train_sequence")
+        program = os.path.join(self.build, "tools", "train_sequence")
         p = subprocess.run([program, "--help"], env=dict(self.env, OPENBLAS_VERBOSE="2"), stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, errors="replace")
         m = re.search(r"^Core: (\S+)", p.stdout, re.M)
@@ -339,8 +339,8 @@ def main():
     files = args.files or ["README.md"] + sorted(
         os.path.relpath(p, ROOT) for pattern in ("*.md", "programs/*.md") for p in glob.glob(os.path.join(ROOT, "docs", pattern)))
     build = os.path.abspath(args.build)
-    if not os.path.isdir(os.path.join(build, "examples")):
-        print(f"docs/check: '{build}' holds no examples/: build first (ninja -C build)", file=sys.stderr)
+    if not os.path.isdir(os.path.join(build, "tools")):
+        print(f"docs/check: '{build}' holds no tools/: build first (ninja -C build)", file=sys.stderr)
         return 2
     runner = Runner(build, args.kernels)
     checker = Checker(runner, args.long, args.list)

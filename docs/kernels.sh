@@ -27,7 +27,7 @@ if [ ${#sets[@]} -eq 0 ]; then
   if has avx512f avx512bw avx512vl avx512_bf16; then sets+=(Cooperlake); fi
 fi
 echo "# $(date -u '+%F %H:%M') UTC, $(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) cores;" \
-  "OpenBLAS picks $(OPENBLAS_VERBOSE=2 "${here}/../build/examples/train_sequence" --help 2>&1 | sed -n 's/^Core: //p') here"
+  "OpenBLAS picks $(OPENBLAS_VERBOSE=2 "${here}/../build/tools/train_sequence" --help 2>&1 | sed -n 's/^Core: //p') here"
 for set in "${sets[@]}"; do
   log=$(mktemp)
   status=0

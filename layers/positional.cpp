@@ -6,8 +6,18 @@
 #include <vector>
 
 #include "attograd/autograd/ops.h"
+#include "attograd/core/format.h"
 
 namespace ag {
+
+constexpr Named<PositionalKind> kPositionalNames[] = {{PositionalKind::learned, "learned"},
+                                                      {PositionalKind::sinusoidal, "sinusoidal"}};
+
+const char* positional_kind_name(PositionalKind kind) { return name_of(kPositionalNames, kind); }
+
+PositionalKind parse_positional_kind(const std::string& name) {
+  return named(kPositionalNames, name, "positional embedding");
+}
 
 namespace {
 

@@ -15,6 +15,12 @@
 
 namespace ag {
 
+// Which position signal a model adds to its token embeddings.
+enum class PositionalKind { learned, sinusoidal };
+const char* positional_kind_name(PositionalKind kind);  // "learned", "sinusoidal"
+// Inverse of positional_kind_name; std::invalid_argument listing the choices otherwise.
+PositionalKind parse_positional_kind(const std::string& name);
+
 struct PositionalEncodingOptions {
   int64_t d_model = 0;
   int64_t max_len = 5000;  // the PyTorch tutorial's table size

@@ -52,6 +52,18 @@
 
 namespace ag {
 
+// Upper bounds of a transformer model's sizes, one set for every model of the library: the same
+// for the command line and for a checkpoint's metadata, so that no file can ask for a model the
+// command line would refuse.
+struct TransformerLimits {
+  static constexpr int64_t vocab = int64_t{1} << 20;
+  static constexpr int64_t max_len = 4096;
+  static constexpr int64_t d_model = int64_t{1} << 16;
+  static constexpr int64_t n_head = int64_t{1} << 16;
+  static constexpr int64_t d_ff = int64_t{1} << 20;
+  static constexpr int64_t n_layers = 1024;
+};
+
 struct TransformerBlockOptions;
 // Builds the layer of one slot from the options of the block it goes into (d_model, d_ff,
 // dropout, ...: the factory reads what it needs). Must return a non-null layer that maps

@@ -6,9 +6,9 @@
 // model, where its batches come from, how a batch becomes a loss, and what an evaluation
 // measures. Three jobs ship with the library, one short file each:
 //
-//   SequenceJob  (train/sequence_job.h)  an encoder tagger on a generated toy task
-//   GPTJob       (train/gpt_job.h)       a GPT language model on a token stream
-//   Seq2SeqJob   (train/seq2seq_job.h)   an encoder-decoder on generated variable-length pairs
+//   SequenceJob  (models/toy/sequence_job.h)  an encoder tagger on a generated toy task
+//   GPTJob       (models/gpt/gpt_job.h)       a GPT language model on a token stream
+//   Seq2SeqJob   (models/seq2seq/seq2seq_job.h)   an encoder-decoder on generated variable-length pairs
 //
 // A new kind of model needs a new job (and nothing in the loop): implement the few functions
 // below, in the contract they state.
@@ -43,7 +43,7 @@ struct Evaluation {
   double bits_per_byte = kNone;
   double token_acc = kNone;  // in [0, 1]
   double seq_acc = kNone;    // in [0, 1]: what the run's target accuracy is compared with
-  // The sliding-window perplexity of the held-out text (train/eval_text.h), when asked for:
+  // The sliding-window perplexity of the held-out text (models/gpt/eval_text.h), when asked for:
   // mean nats per scored token and bits per byte.
   double sliding_loss = kNone;
   double sliding_bits_per_byte = kNone;

@@ -2,8 +2,12 @@
 // that a model or batch that cannot fit fails at once with a message instead of an allocation
 // failure (or the kernel's OOM killer) minutes into the run.
 //
-//   const MemoryEstimate need = estimate_training_memory(model, task, trainer, 512);
-//   check_memory_fits(need, available_memory_bytes());   // std::invalid_argument if it does not
+//   const MemoryEstimate need = estimate_training_memory(model, task, trainer, 512);  // a family's
+//   check_memory_fits(need, available_memory_bytes(), hint);  // std::invalid_argument if it does not
+//
+// This file holds what every estimate shares: the estimate itself, the arithmetic of a
+// transformer's parameters and activations (namespace memory) and the memory available. Each
+// model family writes its own estimate with them (models/<family>/<family>_memory.h).
 //
 // The estimate counts f32 tensors: parameters, their gradients, the optimizer's state (two
 // slots for Adam and AdamW, one for SGD with momentum), the activations a training step keeps
@@ -12,7 +16,7 @@
 // TrainerOptions::grad_accum splits the step; with TrainerOptions::recompute only each block's
 // input and one block's activations), and the evaluation's activations
 // (no graph: one block's temporaries for the rows evaluated at once). The parameter count is
-// exact (tests/train/test_hostile.cpp holds it against num_parameters()); the activations are
+// exact (tests/train/test_hostile.cpp holds each family's against num_parameters()); the activations are
 // counted generously, since the estimate only has to tell a run that fits from one that is
 // orders of magnitude too large.
 #pragma once
@@ -21,11 +25,6 @@
 #include <cstdint>
 #include <string>
 
-#include "attograd/models/gpt.h"
-#include "attograd/models/seq2seq.h"
-#include "attograd/models/sequence_model.h"
-#include "attograd/train/data/seq2seq_tasks.h"
-#include "attograd/train/data/sequence_tasks.h"
 #include "attograd/train/trainer.h"
 
 namespace ag {
@@ -47,30 +46,40 @@ struct MemoryEstimate {
   std::string breakdown() const;
 };
 
-// Bytes of evaluating one held-out row (no graph kept), and of a training step's activations.
-double eval_bytes_per_row(const SequenceModelOptions& model, int64_t seq_len);
-double training_activation_bytes(const SequenceModelOptions& model, const SequenceTaskOptions& task,
-                                 bool recompute = false);
+namespace memory {
 
-// How many held-out rows to evaluate at once: at most `max_rows`, and no more than fit in the
-// larger of a training step's activations and 256 MiB (at least one row).
-int64_t eval_rows_for(const SequenceModelOptions& model, const SequenceTaskOptions& task, int64_t max_rows);
+inline constexpr double kFloat = 4;  // bytes of an f32 value: the Trainer trains in f32
+// Evaluation may always use this much, however small a training step's activations are.
+inline constexpr double kMinEvalBudget = 256.0 * (1 << 20);
 
-// Parameters of each model kind, counted from its options without building it (exact:
-// tests/train/test_hostile.cpp holds each against num_parameters()).
-double parameter_count(const SequenceModelOptions& model);
-double parameter_count(const GPTOptions& model);
-double parameter_count(const Seq2SeqOptions& model);
+// Bytes of the optimizer's state for `params` bytes of parameters.
+double optimizer_bytes(const TrainerOptions& trainer, double params);
 
-// One estimate per model kind, from the options alone: each program calls its own before it
-// builds anything (a resumed run from the checkpoint's metadata).
-MemoryEstimate estimate_training_memory(const SequenceModelOptions& model, const SequenceTaskOptions& task,
-                                        const TrainerOptions& trainer, int64_t eval_sequences);
-// `batch` windows of block_size tokens per step.
-MemoryEstimate estimate_training_memory(const GPTOptions& model, int64_t batch, const TrainerOptions& trainer);
-// Sources and targets counted at the model's max_len (padding included).
-MemoryEstimate estimate_training_memory(const Seq2SeqOptions& model, const Seq2SeqTaskOptions& task,
-                                        const TrainerOptions& trainer, int64_t eval_sequences);
+// Parameters of one attention of width d whose heads give qk query (and key) features and v
+// value features in all (n_head * d_k and n_head * d_v): the four projections, with their
+// biases when `bias`.
+double attention_parameters(double d, double qk, double v, bool bias);
+
+// Parameters of one pre- or post-norm block of width d: the attention, the feed-forward (with
+// its biases when `ff_bias`), two LayerNorms.
+double block_parameters(double d, double ff, double qk, double v, bool attn_bias, bool ff_bias);
+
+// Activations a training step keeps per token of one block (generously; see above), with
+// `keys` keys per query and qk / v features of queries (and keys) / values over all heads.
+double block_activation_values(double d, double ff, double heads, double keys, double qk, double v);
+
+// What a stack of `layers` blocks keeps per token: every block's activations, or with recompute
+// (autograd/recompute.h) each block's input (`input` values) and one block's activations, the
+// one being run again in backward.
+double blocks_kept(double layers, double per_block, double input, bool recompute);
+
+// The estimate of `parameters` f32 values, a step's `activations` bytes (of the whole batch:
+// divided here by the micro-batches of trainer.grad_accum), `evaluation` bytes for `eval_rows`
+// rows at once, and the optimizer's state the trainer's options imply.
+MemoryEstimate estimate(double parameters, double activations, double evaluation, int64_t eval_rows,
+                        const TrainerOptions& trainer);
+
+}  // namespace memory
 
 // Memory the system can give this process now: MemAvailable from /proc/meminfo (physical memory
 // when that cannot be read), at most the cgroup's limit when one is set.

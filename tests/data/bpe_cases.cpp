@@ -11,7 +11,7 @@
 
 #include "attograd/core/parallel.h"
 #include "attograd/core/threads.h"
-#include "attograd/train/data/bpe.h"
+#include "attograd/text/bpe.h"
 #include "attograd/train/io/atomic_file.h"
 
 int main(int argc, char** argv) {

@@ -2,7 +2,7 @@
 # Installs what the byte-pair encoding tests compare against, outside the repository:
 #  - npm's tiktoken (OpenAI's tokenizer compiled to WebAssembly) and js-tiktoken (a JavaScript
 #    port) into $ATTOGRAD_NPM, else ~/.cache/attograd/npm (tests/data/gpt2_reference.js);
-#  - GPT-2's encoder.json and vocab.bpe into the cache (train/data/fetch_gpt2_vocab.sh);
+#  - GPT-2's encoder.json and vocab.bpe into the cache (text/fetch_gpt2_vocab.sh);
 #  - with --apt also node, npm and Debian's King James bible (the `bible` program prints it).
 # CI runs it (.ci/run); run it once by hand to run those tests locally.
 #
@@ -32,4 +32,4 @@ if [ ! -d "$npm_dir/node_modules/tiktoken" ] || [ ! -d "$npm_dir/node_modules/js
   npm install --silent --no-audit --no-fund --prefix "$npm_dir" tiktoken@1.0.22 js-tiktoken@1.0.21 >/dev/null
 fi
 echo "install_references: tiktoken and js-tiktoken in $npm_dir/node_modules"
-train/data/fetch_gpt2_vocab.sh
+text/fetch_gpt2_vocab.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # train_gpt on words, as a user runs it (from a scratch directory): with a 4096-token vocabulary
 # trained there by train_bpe, and with GPT-2's own (its files from the cache, see
-# train/data/fetch_gpt2_vocab.sh; in CI they must be there). For each: the validation loss falls, a run stopped by
+# text/fetch_gpt2_vocab.sh; in CI they must be there). For each: the validation loss falls, a run stopped by
 # Ctrl-C and resumed logs the very rows of the uninterrupted run, and generate, which has only
 # the checkpoint, prints valid UTF-8.
 #
@@ -11,10 +11,10 @@ tiny=(--layers 1 --d-model 32 --heads 2 --block-size 16 --batch 8 --warmup 5 --e
 untimed() { sed -E 's/"tokens_per_s":[^,}]*//; s/"elapsed_s":[^,}]*//' "$1"; }
 rows() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
 
-"$build/examples/train_bpe" --vocab-size 4096 --out fortunes.bpe >bpe.out 2>&1 || { cat bpe.out; exit 1; }
+"$build/tools/train_bpe" --vocab-size 4096 --out fortunes.bpe >bpe.out 2>&1 || { cat bpe.out; exit 1; }
 tokenizers=(fortunes.bpe)
 printf 'hello\n' >hello.txt
-if "$build/examples/tokenize" --tokenizer gpt2 hello.txt >refs.out 2>&1; then
+if "$build/tools/tokenize" --tokenizer gpt2 hello.txt >refs.out 2>&1; then
   tokenizers+=(gpt2)
 elif [ "${CI:-}" = "true" ]; then
   fail "GPT-2's files are missing (.ci/run installs them): $(cat refs.out)"
@@ -25,7 +25,7 @@ fi
 for tok in "${tokenizers[@]}"; do
   name=${tok%.bpe}
   # Uninterrupted: 150 steps, an evaluation every 50.
-  run=("$build/examples/train_gpt" --tokenizer "$tok" "${tiny[@]}" --steps 150 --eval-every 50)
+  run=("$build/tools/train_gpt" --tokenizer "$tok" "${tiny[@]}" --steps 150 --eval-every 50)
   "${run[@]}" --save "$name-u.st" --log "$name-u.jsonl" --plot "$name-u.svg" >u.out 2>&1 || { fail "$tok: $(cat u.out)"; continue; }
   grep -q "bpe tokenizer, vocab $([ "$tok" = gpt2 ] && echo 50257 || echo 4096)" u.out ||
     fail "$tok: the run does not name its tokenizer: $(grep '^data' u.out)"
@@ -45,7 +45,7 @@ PY
   wait "$pid" || status=$?
   if [ "$status" = 130 ]; then
     # What only observes the run (the evaluation's windows and cadence, threads) is given again.
-    "$build/examples/train_gpt" --resume "$name-r.st" --log "$name-r.jsonl" --plot "$name-r.svg" --quiet \
+    "$build/tools/train_gpt" --resume "$name-r.st" --log "$name-r.jsonl" --plot "$name-r.svg" --quiet \
       --eval-windows 16 --eval-every 50 --threads 1 >r2.out 2>&1 ||
       fail "$tok: resume: $(cat r2.out)"
     cmp -s <(untimed "$name-u.jsonl") <(untimed "$name-r.jsonl") &&
@@ -56,7 +56,7 @@ PY
   fi
   # generate needs only the checkpoint; what it prints is UTF-8 (a token's bytes can split a
   # character, so a sample that decodes is the tokenizer's doing, not luck).
-  "$build/examples/generate" --checkpoint "$name-u.st" --prompt "The meaning of life" --tokens 200 --seed 3 \
+  "$build/tools/generate" --checkpoint "$name-u.st" --prompt "The meaning of life" --tokens 200 --seed 3 \
     >sample.txt 2>gen.err || fail "$tok: generate: $(cat gen.err)"
   if /usr/bin/python3 -c 'import sys; t = open(sys.argv[1], "rb").read(); t.decode("utf-8"); sys.exit(0 if t.startswith(b"The meaning of life") and len(t) > 40 else 1)' sample.txt; then
     echo "ok: $tok: generate printed $(wc -c <sample.txt) bytes of UTF-8"

@@ -13,8 +13,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mapfile -t fortunes < <(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.dat' | sort)
 node "$src/tests/data/bpe_train_reference.js" corpus "$work/corpus.txt" 400000 "${fortunes[@]}"
-"$build/examples/train_bpe" --data "$work/corpus.txt" --vocab-size 1000 --out "$work/one.bpe" --threads 1
-"$build/examples/train_bpe" --data "$work/corpus.txt" --vocab-size 1000 --out "$work/two.bpe" --threads 2
+"$build/tools/train_bpe" --data "$work/corpus.txt" --vocab-size 1000 --out "$work/one.bpe" --threads 1
+"$build/tools/train_bpe" --data "$work/corpus.txt" --vocab-size 1000 --out "$work/two.bpe" --threads 2
 cmp "$work/one.bpe" "$work/two.bpe"
 echo "trained_merges_match_a_naive_trainer: the same file on one thread and two"
 node "$src/tests/data/bpe_train_reference.js" compare "$work/corpus.txt" 1000 "$work/one.bpe"

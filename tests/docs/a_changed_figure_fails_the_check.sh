@@ -20,7 +20,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 grep -q '^| copy ' "$work/table.md" && grep -q '^| reverse ' "$work/table.md" ||
   fail "docs/tasks.md no longer has the copy and reverse rows this test uses: $(cat "$work/table.md")"
 # The block of a run repeated from its configuration copy (docs/programs/common.md; two short runs).
-awk '/^<!-- check short: build\/examples\/train_sequence --quiet/ { on = 1 } on { print } on && /^```$/ && ++fences == 2 { exit }' \
+awk '/^<!-- check short: build\/tools\/train_sequence --quiet/ { on = 1 } on { print } on && /^```$/ && ++fences == 2 { exit }' \
   "$source/docs/programs/common.md" >"$work/block.md"
 grep -q 'exact-sequence accuracy' "$work/block.md" ||
   fail "docs/programs/common.md's configuration block was not found: $(cat "$work/block.md")"

@@ -45,7 +45,7 @@ echo "== every installed header compiles from $includedir"
 # Every header as a user includes it: <attograd.h> and <attograd/core/tensor.h>, ... The
 # include path is <prefix>/include alone, so a user's own core/ folder cannot collide.
 (cd "$includedir" && find attograd.h attograd -name '*.h' | sort | sed 's|^\(.*\)$|#include <\1>|') >"$work/all_headers.cpp"
-if grep -rn '#include "\(core\|autograd\|layers\|models\|train\)/' "$includedir/attograd" "$includedir/attograd.h"; then
+if grep -rn '#include "\(core\|autograd\|layers\|models\|text\|train\)/' "$includedir/attograd" "$includedir/attograd.h"; then
   echo "run_custom_layer: an installed header includes a bare path (above) instead of attograd/..." >&2
   exit 1
 fi

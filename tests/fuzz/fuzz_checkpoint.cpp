@@ -1,4 +1,4 @@
-// libFuzzer target: the checkpoint loader, the way examples/train_sequence.cpp resumes a run
+// libFuzzer target: the checkpoint loader, the way tools/train_sequence.cpp resumes a run
 // (docs/fuzzing.md):
 //
 //   ck = Checkpoint::open(path)                    the one read: checksums, header, metadata
@@ -25,9 +25,9 @@
 #include <string>
 #include <string_view>
 
+#include "attograd/models/toy/sequence_job.h"
+#include "attograd/models/toy/sequence_options.h"
 #include "attograd/train/io/checkpoint_metadata.h"
-#include "attograd/train/io/model_options.h"
-#include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 #include "fuzz_support.h"
 

@@ -28,8 +28,8 @@
 #include <string>
 
 #include "attograd/core/rng.h"
+#include "attograd/models/toy/sequence_job.h"
 #include "attograd/train/io/safetensors.h"
-#include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 
 namespace {

@@ -7,9 +7,9 @@
 # large to build, SIGHUP to a run started under nohup, token shards of another tokenizer or of
 # none.
 start_group 9 "the GPT-2 workflow's programs: outputs, weight files, vocabularies, signals"
-BPE=$work/bin/examples/train_bpe
-EXPORT=$work/bin/examples/export_gpt
-TOKENIZE=$work/bin/examples/tokenize
+BPE=$work/bin/tools/train_bpe
+EXPORT=$work/bin/tools/export_gpt
+TOKENIZE=$work/bin/tools/tokenize
 G9=$fix/gpt2
 mkdir -p "$G9/D" "$G9/B"
 text=$G9/text.txt
@@ -222,7 +222,7 @@ MAXMS=3000 VMEM_KB=$((2 * 1024 * 1024))
 huge=$V/huge-model-entry.safetensors
 BIN=$GEN run error "huge-model-entry|needs about|model entry" "generate --checkpoint <a model entry of 13 billion parameters>" \
   --checkpoint "$huge" --prompt "a" --tokens 2
-BIN=$work/bin/examples/evaluate run error "huge-model-entry|needs about" "evaluate --checkpoint <the same>" \
+BIN=$work/bin/tools/evaluate run error "huge-model-entry|needs about" "evaluate --checkpoint <the same>" \
   --checkpoint "$huge" --data "$text" --stride 8
 BIN=$EXPORT run error "huge-model-entry|needs about" "export_gpt --checkpoint <the same>" \
   --checkpoint "$huge" --format hf --out "$G9/huge-hf"
@@ -269,7 +269,7 @@ fi
 PROTECT=() MAYCHANGE=()
 
 # Messages that named nothing, and inputs that never ended.
-PREPARE=$work/bin/examples/prepare_text
+PREPARE=$work/bin/tools/prepare_text
 PROTECT=() MAYCHANGE=()
 BIN=$PREPARE run usage "--chunk-bytes|nan" "prepare_text --chunk-bytes nan" \
   --data "$text" --tokenizer byte --out "$G9/p-nan" --chunk-bytes nan
@@ -294,7 +294,7 @@ report "$outcome" "tokenize - </dev/zero (an endless standard input, 2 GiB addre
 if (cd "$G9" && timeout 60 "$GPT" --data "$root/README.md" --tokenizer gpt2 --layers 1 --d-model 16 --heads 2 \
   --block-size 1024 --batch 1 --steps 1 --eval-every 1 --eval-windows 1 --quiet --save wide.safetensors \
   >wide.out 2>wide.err); then
-  BIN=$work/bin/examples/evaluate run usage "--batch 65536|need about|fits" "evaluate --batch 65536 (logits of terabytes)" \
+  BIN=$work/bin/tools/evaluate run usage "--batch 65536|need about|fits" "evaluate --batch 65536 (logits of terabytes)" \
     --checkpoint "$G9/wide.safetensors" --data "$root/README.md" --stride 1 --batch 65536
 else
   echo "   (skipped evaluate --batch: no GPT-2 vocabulary here: $(head -c 200 "$G9/wide.err"))"
@@ -399,15 +399,15 @@ BIN=$GPT run error "'data' entry|crc32c" "train_gpt --resume after 64 tokens cha
 
 # train_seq2seq keeps its held-out set for the whole run: 2^20 sequences of 1024 tokens are
 # estimated (and refused) before they are made.
-VMEM_KB=$((8 * 1024 * 1024)) BIN=$work/bin/examples/train_seq2seq run error "held-out set|--eval-sequences" \
+VMEM_KB=$((8 * 1024 * 1024)) BIN=$work/bin/tools/train_seq2seq run error "held-out set|--eval-sequences" \
   "train_seq2seq --eval-sequences 1048576 --max-len 1024 --batch 1 (a held-out set of 32 GiB)" \
   --eval-sequences 1048576 --max-len 1024 --batch 1 --steps 2 --quiet
 
-# generate, evaluate and export_gpt read other tools' weights directly (train/gpt_load.h): a file
+# generate, evaluate and export_gpt read other tools' weights directly (models/gpt/gpt_load.h): a file
 # that is no weights, a folder without model.safetensors, what a file does not say left out, a
 # tokenizer of another size, and hints beside a checkpoint that says it all are refused by name.
-GENERATE=$work/bin/examples/generate
-EVALUATE=$work/bin/examples/evaluate
+GENERATE=$work/bin/tools/generate
+EVALUATE=$work/bin/tools/evaluate
 PROTECT=() MAYCHANGE=()
 BIN=$GENERATE run error "zeros.bin|neither a safetensors file" "generate --checkpoint <100 zero bytes>" \
   --checkpoint "$W/zeros.bin" --prompt x --tokens 2

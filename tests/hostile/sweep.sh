@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Hostile-input sweep of examples/train_sequence: bad flags, sizes that cannot fit, corrupt and
+# Hostile-input sweep of tools/train_sequence: bad flags, sizes that cannot fit, corrupt and
 # hand-made checkpoints, outputs that would destroy files or that another run owns, kill -9
 # during saves and diverging runs, each tried and counted (a few output cases run train_gpt,
 # for --data, and generate, for its writes to stdout). Re-run it after a change to the command line, the checkpoint
@@ -7,7 +7,7 @@
 # come from.
 #
 #   tests/hostile/sweep.sh [BUILD_DIR]      BUILD_DIR defaults to build; runs
-#                                           BUILD_DIR/examples/train_sequence (and train_gpt,
+#                                           BUILD_DIR/tools/train_sequence (and train_gpt,
 #                                           generate)
 #   KEEP=1 tests/hostile/sweep.sh           keeps the work directory (its path is printed)
 #
@@ -61,30 +61,30 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 2' INT TERM
 
-# The binaries are copied (with the library they load from ../libattograd.so) so that a rebuild
+# The binaries are copied (with the libraries they load from ../libattograd*.so) so that a rebuild
 # of BUILD_DIR during the sweep cannot change them half-way. While one is missing or being
 # relinked, wait.
 snapshot_binary() {
   local tries=0 name copied
-  mkdir -p "$work/bin/examples"
+  mkdir -p "$work/bin/tools"
   while ((tries < 60)); do
     copied=1
     for name in train_sequence train_seq2seq train_gpt generate train_bpe export_gpt tokenize evaluate prepare_text; do
-      [[ -x $build/examples/$name ]] && cp -p "$build/examples/$name" "$work/bin/examples/" 2>/dev/null || copied=0
+      [[ -x $build/tools/$name ]] && cp -p "$build/tools/$name" "$work/bin/tools/" 2>/dev/null || copied=0
     done
-    if ((copied)) && { [[ ! -e $build/libattograd.so ]] || cp "$build/libattograd.so" "$work/bin/" 2>/dev/null; } &&
-      "$work/bin/examples/train_sequence" --help >/dev/null 2>&1; then
+    if ((copied)) && { [[ ! -e $build/libattograd.so ]] || cp "$build"/libattograd*.so "$work/bin/" 2>/dev/null; } &&
+      "$work/bin/tools/train_sequence" --help >/dev/null 2>&1; then
       return 0
     fi
     ((tries++))
     sleep 3
   done
-  die "$build/examples/train_sequence, train_gpt or generate is missing or does not run (waited 3 minutes)"
+  die "$build/tools/train_sequence, train_gpt or generate is missing or does not run (waited 3 minutes)"
 }
 snapshot_binary
-BIN=$work/bin/examples/train_sequence
-GPT=$work/bin/examples/train_gpt
-GEN=$work/bin/examples/generate
+BIN=$work/bin/tools/train_sequence
+GPT=$work/bin/tools/train_gpt
+GEN=$work/bin/tools/generate
 sweep_start=$(date +%s%N)
 
 # ------------------------------------------------------------------ bookkeeping
@@ -274,7 +274,7 @@ finish_sweep() {
     printf '  %s\n' "${bad_cases[@]}"
   fi
   printf 'wall time %d.%01d s; binary %s (sha256 %s, built %s)\n' $((wall_ms / 1000)) $((wall_ms % 1000 / 100)) \
-    "$build/examples/train_sequence" "$(sha256sum <"$BIN" | cut -c1-12)" "$(date -r "$BIN" '+%F %T')"
+    "$build/tools/train_sequence" "$(sha256sum <"$BIN" | cut -c1-12)" "$(date -r "$BIN" '+%F %T')"
   echo "hostile sweep: $n_tried tried, $n_clear clear errors, $n_ok ok, $n_crash crashes, $n_hang hangs, $n_exit0 exit-0-on-garbage, $n_loss data-loss, $n_unclear unclear"
   ((n_crash + n_hang + n_exit0 + n_loss + n_unclear == 0))
 }

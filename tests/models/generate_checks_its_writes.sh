@@ -6,9 +6,9 @@
 # Run from a scratch directory, as a user would.
 #   generate_checks_its_writes.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-"$build/examples/train_gpt" --data "$source/README.md" --steps 2 --warmup 1 --eval-every 2 --d-model 8 --heads 1 \
+"$build/tools/train_gpt" --data "$source/README.md" --steps 2 --warmup 1 --eval-every 2 --d-model 8 --heads 1 \
   --layers 1 --block-size 8 --save g.ck --quiet >train.out 2>&1 || { cat train.out; exit 1; }
-generate=("$build/examples/generate" --checkpoint g.ck --prompt "The ")
+generate=("$build/tools/generate" --checkpoint g.ck --prompt "The ")
 
 # check DESCRIPTION STATUS EXPECTED_STATUS [WORDS]: the status, and a stderr line with WORDS.
 check() {

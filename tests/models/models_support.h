@@ -7,6 +7,11 @@
 #include <vector>
 
 #include "attograd.h"
+#include "attograd/models/gpt/generate.h"
+#include "attograd/models/gpt/gpt.h"
+#include "attograd/models/seq2seq/seq2seq.h"
+#include "attograd/models/seq2seq/seq2seq_decode.h"
+#include "attograd/models/toy/sequence_model.h"
 #include "support.h"
 
 namespace ag::testing {

@@ -1,4 +1,4 @@
-// Incremental decoding and generation (models/generate.h): cached logits equal a full forward at
+// Incremental decoding and generation (models/gpt/generate.h): cached logits equal a full forward at
 // every position, also after the window slides; the cache really saves work; greedy and sampled
 // continuations are identical with and without it; streaming, prompt cropping, the model's mode
 // and bad options.

@@ -1,4 +1,4 @@
-// GPT (models/gpt.h): shapes and causality, the tied vocabulary head (one parameter, its
+// GPT (models/gpt/gpt.h): shapes and causality, the tied vocabulary head (one parameter, its
 // gradient the sum of both uses, stored once in a checkpoint and still tied after loading),
 // f64 gradient checks of the whole model, nanoGPT's initialisation, and bad input.
 #include <boost/test/unit_test.hpp>

@@ -1,4 +1,4 @@
-// Sampling (models/generate.h): the distribution after temperature, top-k and top-p, written
+// Sampling (models/gpt/generate.h): the distribution after temperature, top-k and top-p, written
 // out by hand here; draws that follow it, counter-based per (seed, draw); bad logits.
 #include <boost/test/unit_test.hpp>
 

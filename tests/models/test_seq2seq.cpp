@@ -1,4 +1,4 @@
-// Seq2Seq (models/seq2seq.h): the state_dict keys, f64 gradient checks of the whole model on
+// Seq2Seq (models/seq2seq/seq2seq.h): the state_dict keys, f64 gradient checks of the whole model on
 // ids and on embedded inputs with padding on both sides (a source of length 1 beside one of the
 // maximum), padding that changes neither the loss nor any gradient, and bad input.
 #include <boost/test/unit_test.hpp>

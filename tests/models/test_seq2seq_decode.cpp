@@ -1,4 +1,4 @@
-// Seq2Seq decoding (models/seq2seq_decode.h): the cached decoder against the decoder run over
+// Seq2Seq decoding (models/seq2seq/seq2seq_decode.h): the cached decoder against the decoder run over
 // every token so far (f64, every step, also after beams are reordered), TransformerDecoderLayer
 // and Seq2Seq::decode with caches against the same forwards without, beam width 1 against
 // greedy, beam search's scores against the model's own log-probabilities, and bad options.

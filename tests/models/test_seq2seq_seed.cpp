@@ -1,4 +1,4 @@
-// Seq2Seq with the seed's options (models/seq2seq.h): the parameters they make and leave out,
+// Seq2Seq with the seed's options (models/seq2seq/seq2seq.h): the parameters they make and leave out,
 // each switch doing what it says (input norms after the positions, eps, no final norms, logits
 // scaled by d_model^-1/2), f64 gradient checks of the new paths on ids, embedded inputs and every
 // parameter, and bad values refused by name. The cached decoder with the seed's switches is

@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "attograd/models/sequence_model.h"
+#include "attograd/models/toy/sequence_model.h"
 #include "support.h"
 
 namespace ag::testing {

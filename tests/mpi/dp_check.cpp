@@ -25,15 +25,15 @@
 #include <vector>
 
 #include "attograd/core/rng.h"
-#include "attograd/models/sequence_model.h"
+#include "attograd/models/toy/sequence_model.h"
+#include "attograd/models/toy/sequence_tasks.h"
 #include "attograd/train/clip.h"
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/dist/data_parallel.h"
-#include "attograd/train/losses.h"
-#include "attograd/train/report/metrics_log.h"
-#include "attograd/train/optim.h"
 #include "attograd/train/io/safetensors.h"
-#include "attograd/train/data/sequence_tasks.h"
+#include "attograd/train/losses.h"
+#include "attograd/train/optim.h"
+#include "attograd/train/report/metrics_log.h"
 
 namespace {
 

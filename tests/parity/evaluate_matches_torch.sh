@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# examples/evaluate against PyTorch (tests/parity/perplexity_reference.py) on the same windows of
+# tools/evaluate against PyTorch (tests/parity/perplexity_reference.py) on the same windows of
 # the same text with the same weights: the tokens scored exactly, the total nats, nats per token
 # and bits per byte within 1e-5 relative; with a stride below the window and equal to it, on one
 # process and, given MPIRUN, on `mpirun -np 2` (the windows split between the ranks). Bad strides
@@ -11,7 +11,7 @@ mpirun=${3:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 
 for i in $(seq 1 120); do echo "line $i: the cat sat on the mat, and the dog ran after $((i * 7 % 13)) birds."; done >text.txt
-"$build/examples/train_gpt" --data text.txt --tokenizer byte --layers 2 --d-model 32 --heads 2 --block-size 32 \
+"$build/tools/train_gpt" --data text.txt --tokenizer byte --layers 2 --d-model 32 --heads 2 --block-size 32 \
   --batch 8 --steps 30 --eval-every 30 --quiet --save ckpt.safetensors --log metrics.jsonl --plot plot.svg \
   >train.txt 2>&1 || { cat train.txt; fail "train_gpt failed"; finish; exit 1; }
 
@@ -24,7 +24,7 @@ close() {  # A B: |A - B| <= 1e-5 |B|
 check() {  # LABEL STRIDE WINDOW [LAUNCHER...]
   local label=$1 stride=$2 window=$3
   shift 3
-  if ! "$@" "$build/examples/evaluate" --checkpoint ckpt.safetensors --data text.txt --stride "$stride" \
+  if ! "$@" "$build/tools/evaluate" --checkpoint ckpt.safetensors --data text.txt --stride "$stride" \
       --block-size "$window" --batch 3 >ours.txt 2>err.txt; then
     fail "$label: evaluate failed: $(cat err.txt)"
     return
@@ -49,12 +49,12 @@ if [ -z "$mpirun" ]; then
   for bad in "--stride 0" "--stride 33" "--stride 8 --block-size 40"; do
     status=0
     # shellcheck disable=SC2086
-    "$build/examples/evaluate" --checkpoint ckpt.safetensors --data text.txt $bad >out.txt 2>err.txt || status=$?
+    "$build/tools/evaluate" --checkpoint ckpt.safetensors --data text.txt $bad >out.txt 2>err.txt || status=$?
     [ "$status" -eq 2 ] && grep -q -- "--" err.txt || fail "evaluate $bad: exit $status, $(cat err.txt)"
   done
   printf 'x' >one.txt
   status=0
-  "$build/examples/evaluate" --checkpoint ckpt.safetensors --data one.txt --stride 4 >out.txt 2>err.txt || status=$?
+  "$build/tools/evaluate" --checkpoint ckpt.safetensors --data one.txt --stride 4 >out.txt 2>err.txt || status=$?
   [ "$status" -eq 2 ] && grep -q "1 token" err.txt || fail "a one-token text: exit $status, $(cat err.txt)"
 else
   check "2 processes, stride 12 of 32" 12 32 timeout 120 "$mpirun" --oversubscribe -np 2

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "attograd/train/io/safetensors.h"
-#include "examples/parity/parity.h"
+#include "tools/parity/parity.h"
 
 namespace ag::parity::testing {
 

@@ -9,7 +9,7 @@ GPT-2 names in Conv1D (in, out) orientation, and config.json) or what `--format 
 attograd's is read but these files, so an export that drops or misplaces a weight shows up as a
 different perplexity. The model is tests/parity/torch_gpt2.py's GPT2 in float64; the text is read
 as bytes (token id = byte, the byte tokenizer's ids), and the windows are perplexity_reference.py's,
-so the numbers compare one for one with examples/evaluate's. Prints the same four lines as
+so the numbers compare one for one with tools/evaluate's. Prints the same four lines as
 perplexity_reference.py: "tokens N nats SUM bytes N", nats/token, perplexity and bits/byte.
 """
 import json

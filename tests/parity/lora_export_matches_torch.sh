@@ -3,7 +3,7 @@
 # byte-level GPT is trained, then fine-tuned with adapters on every projection (saved whole, and
 # adapter-only), and each checkpoint is exported as Hugging Face GPT-2 and as llm.c's .bin. PyTorch
 # (tests/parity/hf_perplexity_reference.py) reads only the exported files, and its sliding-window
-# nats per token must be examples/evaluate's on the checkpoint within 1e-6 relative. The base's
+# nats per token must be tools/evaluate's on the checkpoint within 1e-6 relative. The base's
 # own export must differ from the fine-tuned one by more than 1e-3 relative, so that an export
 # that writes the frozen base weights (export_gpt before the merge) fails here. Skips (77)
 # without PyTorch.
@@ -28,7 +28,7 @@ run() {
   fi
 }
 # gelu_tanh: GPT-2's GELU, the only one the exported formats can say.
-run train "$build/examples/train_gpt" --data text.txt --tokenizer byte --layers 2 --d-model 32 --heads 2 \
+run train "$build/tools/train_gpt" --data text.txt --tokenizer byte --layers 2 --d-model 32 --heads 2 \
   --block-size "$window" --activation gelu_tanh --batch 8 --steps 30 --eval-every 30 --quiet \
   --save base.safetensors --log base.jsonl --plot base.svg
 # Adapters on all six projections, so that both the export's fused c_attn (w_q, w_k, w_v side by
@@ -36,9 +36,9 @@ run train "$build/examples/train_gpt" --data text.txt --tokenizer byte --layers 
 # 1% in nats per token in 20 steps, well clear of the 1e-3 below.
 lora=(--init-from base.safetensors --lora-rank 4 --lora-alpha 8 --lora-targets w_q w_k w_v w_o linear1 linear2
   --lr 0.03 --batch 8 --steps 20 --eval-every 20 --quiet)
-run tune_whole "$build/examples/train_gpt" --data text.txt "${lora[@]}" --save whole.safetensors \
+run tune_whole "$build/tools/train_gpt" --data text.txt "${lora[@]}" --save whole.safetensors \
   --log whole.jsonl --plot whole.svg
-run tune_adapter "$build/examples/train_gpt" --data text.txt "${lora[@]}" --save-adapter-only \
+run tune_adapter "$build/tools/train_gpt" --data text.txt "${lora[@]}" --save-adapter-only \
   --save adapter.safetensors --log adapter.jsonl --plot adapter.svg
 
 # relative A B: |A - B| / |B|.
@@ -58,7 +58,7 @@ unreadable() {  # LABEL: no figures in LABEL.txt; nothing after this could be ch
 # evaluated CHECKPOINT: evaluate's tokens and nats per token on CHECKPOINT.safetensors, in $tokens
 # and $nats_per_token.
 evaluated() {
-  run "evaluate_$1" "$build/examples/evaluate" --checkpoint "$1.safetensors" --data text.txt --stride "$stride" \
+  run "evaluate_$1" "$build/tools/evaluate" --checkpoint "$1.safetensors" --data text.txt --stride "$stride" \
     --block-size "$window" --batch 3
   read -r tokens nats_per_token < <(sed -n 's/^scored *\([0-9]*\) tokens, .* bytes, \([-0-9.e+]*\) nats$/\1 \2/p' \
     "evaluate_$1.txt" | per_token) || unreadable "evaluate_$1"
@@ -72,7 +72,7 @@ referenced() {
 # exported CHECKPOINT FORMAT OUT: export_gpt's export, and what it says about adapters.
 exported() {
   local ck=$1 format=$2 out=$3
-  run "export_$out" "$build/examples/export_gpt" --checkpoint "$ck.safetensors" --format "$format" --out "$out"
+  run "export_$out" "$build/tools/export_gpt" --checkpoint "$ck.safetensors" --format "$format" --out "$out"
   if [ "$ck" = base ]; then
     if grep -q "LoRA" "export_$out.txt"; then
       fail "export of base, which has no adapters: $(cat "export_$out.txt")"

@@ -642,7 +642,7 @@ GPT_TWIN = "nanoGPT-style, tests/parity/torch_gpt.py; its tied lm_head.weight is
 
 
 def gpt_cases():
-    """models/gpt.h against the nanoGPT-style twin: the output is the logits, so every logit and
+    """models/gpt/gpt.h against the nanoGPT-style twin: the output is the logits, so every logit and
     the gradient of every parameter (the tied table's is the sum of its two uses) are compared."""
     for name, dtype, cfg, mode, B, T in (
             ("gpt_f64", torch.float64, gpt_config(dropout=0.1), "eval", 2, 8),  # dropout set, inactive

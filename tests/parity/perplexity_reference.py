@@ -1,5 +1,5 @@
 """Sliding-window perplexity of an attograd GPT checkpoint, computed by PyTorch: the reference
-that examples/evaluate is held to (tests/parity/evaluate_matches_torch.sh).
+that tools/evaluate is held to (tests/parity/evaluate_matches_torch.sh).
 
     /usr/bin/python3 tests/parity/perplexity_reference.py CKPT TEXT STRIDE [WINDOW]
 

@@ -11,8 +11,8 @@
 
 #include "attograd/core/rng.h"
 #include "attograd/train/io/json_text.h"
-#include "examples/parity/modules.h"
-#include "examples/parity/parity.h"
+#include "tools/parity/modules.h"
+#include "tools/parity/parity.h"
 #include "fixture_edits.h"
 #include "support.h"
 

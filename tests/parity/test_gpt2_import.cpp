@@ -1,4 +1,4 @@
-// GPT-2's weights in and out (train/io/gpt_weights.h) against a PyTorch GPT-2 written with Hugging
+// GPT-2's weights in and out (models/gpt/gpt_weights.h) against a PyTorch GPT-2 written with Hugging
 // Face's names and Conv1D orientation (tests/parity/torch_gpt2.py): the files of
 // tests/parity/fixtures/gpt2/ (make_gpt2_fixtures.py) in every layout give PyTorch's logits and its
 // 100 greedy tokens, a 20-step AdamW fine-tune from an imported file follows PyTorch's losses, export
@@ -17,9 +17,12 @@
 #include <vector>
 
 #include "attograd.h"
+#include "attograd/models/gpt/generate.h"
+#include "attograd/models/gpt/gpt.h"
+#include "attograd/models/gpt/gpt_options.h"
+#include "attograd/models/gpt/gpt_weights.h"
 #include "attograd/train/io/json_text.h"
-#include "attograd/train/io/model_options.h"
-#include "examples/parity/parity.h"
+#include "tools/parity/parity.h"
 #include "support.h"
 
 using namespace ag;

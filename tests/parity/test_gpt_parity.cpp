@@ -1,4 +1,4 @@
-// The GPT (models/gpt.h) against its nanoGPT-style PyTorch twin (tests/parity/torch_gpt.py):
+// The GPT (models/gpt/gpt.h) against its nanoGPT-style PyTorch twin (tests/parity/torch_gpt.py):
 // the same weights give the same logits and gradients in f64 and f32 (the tied table's gradient
 // being the sum of both uses), the golden 20-step AdamW run follows PyTorch's losses, and bad
 // GPT fixtures are refused with a message naming the problem.
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "attograd/models/gpt.h"
+#include "attograd/models/gpt/gpt.h"
 #include "attograd/train/io/safetensors.h"
-#include "examples/parity/parity.h"
+#include "tools/parity/parity.h"
 #include "fixture_edits.h"
 #include "support.h"
 

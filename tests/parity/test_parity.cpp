@@ -1,5 +1,5 @@
 // PyTorch parity: every committed fixture (tests/parity/fixtures, written by make_fixtures.py)
-// runs through the code path of build/examples/torch_parity (examples/parity) and must pass;
+// runs through the code path of build/tools/torch_parity (tools/parity) and must pass;
 // the set of fixtures must cover what issue 5 asks for; perturbed expectations must fail and
 // malformed fixtures must be refused with a message that says what is wrong.
 #define BOOST_TEST_MODULE parity
@@ -19,7 +19,7 @@
 
 #include "attograd/train/io/json_text.h"
 #include "attograd/train/io/safetensors.h"
-#include "examples/parity/parity.h"
+#include "tools/parity/parity.h"
 #include "fixture_edits.h"
 #include "support.h"
 

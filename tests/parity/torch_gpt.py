@@ -1,4 +1,4 @@
-"""A nanoGPT-style GPT in PyTorch, the twin of attograd's models/gpt.h, for the parity fixtures.
+"""A nanoGPT-style GPT in PyTorch, the twin of attograd's models/gpt/gpt.h, for the parity fixtures.
 
 Written the way nanoGPT writes it (one fused c_attn projection, attention by hand with a
 causal tril buffer, since PyTorch 1.13 has no scaled_dot_product_attention; nn.GELU's exact erf

@@ -168,7 +168,7 @@ class LearnedPositionalEmbedding(nn.Module):
 
 
 class SequenceModel(nn.Module):
-    """models/sequence_model.h: embed -> + learned positions -> encoder -> head, dropout 0."""
+    """models/toy/sequence_model.h: embed -> + learned positions -> encoder -> head, dropout 0."""
 
     def __init__(self, vocab, max_len, d_model, n_head, d_ff, n_layers, norm_first, dropout, positional):
         super().__init__()

@@ -1,7 +1,7 @@
 """PyTorch twins of the encoder-decoder pieces, for make_fixtures.py.
 
 Seq2Seq: torch.nn.Transformer (batch_first) with token tables, a learned positional table and
-a head around it, the model of attograd's models/seq2seq.h; attograd_named exports its
+a head around it, the model of attograd's models/seq2seq/seq2seq.h; attograd_named exports its
 parameters (or their gradients) under attograd's names.
 
 SeedsDecoderLayer: a hand-written decoder layer in the style of the implementations attograd's

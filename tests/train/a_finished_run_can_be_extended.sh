@@ -4,7 +4,7 @@
 # cosine run's schedule ends at the new last step, and a budget that is not larger is refused.
 #   a_finished_run_can_be_extended.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-seq=$build/examples/train_sequence
+seq=$build/tools/train_sequence
 # sort over 64 symbols stays far from its target: every run uses its whole budget.
 base=(--task sort --vocab 64 --length 32 --d-model 16 --heads 2 --d-ff 32 --layers 1 --batch 8 --warmup 2
   --eval-every 10 --eval-sequences 8 --target-acc 1 --quiet --threads 2)

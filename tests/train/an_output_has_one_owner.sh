@@ -6,7 +6,7 @@
 # first run writes, then acts.
 #   an_output_has_one_owner.sh BUILD_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-seq=$build/examples/train_sequence
+seq=$build/tools/train_sequence
 pids=()  # the runs started in the background, killed at exit if still running
 cleanup() {
   local pid

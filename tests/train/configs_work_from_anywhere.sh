@@ -4,11 +4,11 @@
 # so that it repeats the run from anywhere. Run from a scratch directory, as a user would.
 #   configs_work_from_anywhere.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-seq="$build/examples/train_sequence"
+seq="$build/tools/train_sequence"
 
 "$seq" --config sort --steps 2 --quiet >sort.out 2>&1 || fail "--config sort: $(cat sort.out)"
 grep -q '^task="sort"$' runs/train_sequence/sort/1/config.toml 2>/dev/null || fail "--config sort did not train sort"
-"$build/examples/train_seq2seq" --config seq2seq-addition.toml --steps 2 --warmup 0 --quiet >add.out 2>&1 ||
+"$build/tools/train_seq2seq" --config seq2seq-addition.toml --steps 2 --warmup 0 --quiet >add.out 2>&1 ||
   fail "--config seq2seq-addition.toml: $(cat add.out)"
 [ -d runs/train_seq2seq/addition/1 ] || fail "--config seq2seq-addition did not train addition"
 status=0

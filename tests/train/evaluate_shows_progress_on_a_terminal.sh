@@ -5,10 +5,10 @@
 #   evaluate_shows_progress_on_a_terminal.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 command -v script >/dev/null || { echo "skipped: no script(1) (util-linux)"; exit 77; }
-"$build/examples/train_gpt" --data "$source/README.md" --tokenizer byte --layers 1 --d-model 16 --heads 2 \
+"$build/tools/train_gpt" --data "$source/README.md" --tokenizer byte --layers 1 --d-model 16 --heads 2 \
   --block-size 32 --batch 2 --steps 2 --eval-every 2 --eval-windows 1 --quiet --save ck.safetensors >train.txt 2>&1 ||
   fail "could not train the model: $(cat train.txt)"
-evaluate=("$build/examples/evaluate" --checkpoint ck.safetensors --data "$source/README.md" --stride 16 --batch 4)
+evaluate=("$build/tools/evaluate" --checkpoint ck.safetensors --data "$source/README.md" --stride 16 --batch 4)
 "${evaluate[@]}" >piped.txt 2>piped.err || fail "evaluate, piped: $(cat piped.err)"
 [ ! -s piped.err ] || fail "evaluate wrote to a piped stderr: $(head -c 300 piped.err)"
 windows=$(sed -n 's/^windows *\([0-9]*\) of.*/\1/p' piped.txt)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every program reads its numbers and paths through one set of checks (examples/flags.h): a
+# Every program reads its numbers and paths through one set of checks (tools/common/flags.h): a
 # number is read whole and finite within its range, a path is not empty. Each case below must
 # exit 2 with one message naming the flag, and leave nothing behind. The values are what a typo
 # or an unset shell variable gives: NaN passes every range written as two comparisons, "0x10"
@@ -14,7 +14,7 @@ refuses() {
   local program=$1 flag=$2 value=$3
   shift 3
   local status=0
-  "$build/examples/$program" "$@" "$flag" "$value" >out.txt 2>err.txt || status=$?
+  "$build/tools/$program" "$@" "$flag" "$value" >out.txt 2>err.txt || status=$?
   local left
   left=$(ls -A | grep -v -x -e out.txt -e err.txt -e text.txt || true)
   if [ "$status" -ne 2 ] || ! grep -q -- "$flag" err.txt; then

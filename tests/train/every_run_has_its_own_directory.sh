@@ -5,7 +5,7 @@
 # directory. Run from a scratch directory, as a user would.
 #   every_run_has_its_own_directory.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-seq=("$build/examples/train_sequence" --steps 4 --eval-every 2 --quiet)
+seq=("$build/tools/train_sequence" --steps 4 --eval-every 2 --quiet)
 complete() {  # complete DIR: the log, the plot and the configuration are there
   for f in metrics.jsonl plot.svg config.toml; do [ -s "$1/$f" ] || { fail "$1/$f is missing"; return 1; }; done
 }
@@ -55,13 +55,13 @@ done
 # Resumed: the log goes on in the checkpoint's directory, no new one is made.
 "${seq[@]}" --run-name saved --save $d/saved/ckpt.safetensors >saved.out 2>&1 || fail "a saved run: $(cat saved.out)"
 n=$(ls $d | wc -l)
-"$build/examples/train_sequence" --resume $d/saved/ckpt.safetensors --quiet >resumed.out 2>&1 ||
+"$build/tools/train_sequence" --resume $d/saved/ckpt.safetensors --quiet >resumed.out 2>&1 ||
   fail "resume: $(cat resumed.out)"
 [ "$(ls $d | wc -l)" = "$n" ] || fail "a resumed run made a new directory: $(ls $d)"
 grep -qx "run    $d/saved" resumed.out || fail "the resumed run does not go on in $d/saved: $(head -3 resumed.out)"
 
 # The GPT's directory is named for its text, and its checkpoint is there by default.
-"$build/examples/train_gpt" --data "$source/README.md" --layers 1 --d-model 16 --heads 2 --block-size 8 --batch 4 \
+"$build/tools/train_gpt" --data "$source/README.md" --layers 1 --d-model 16 --heads 2 --block-size 8 --batch 4 \
   --steps 2 --quiet >gpt.out 2>&1 || fail "train_gpt: $(cat gpt.out)"
 [ -s runs/train_gpt/README/1/ckpt.safetensors ] || fail "train_gpt's checkpoint is not in runs/train_gpt/README/1"
 finish

@@ -32,65 +32,65 @@ refused() {  # refused DESCRIPTION TEXT COMMAND...: exit $want (1: an error, 2: 
 }
 
 check "train_gpt --init-from a Hugging Face file" \
-  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/hf_byte_f32.safetensors" --save ck.safetensors
+  "$build/tools/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/hf_byte_f32.safetensors" --save ck.safetensors
 ckpt=ck.safetensors
-check "generate reads the fine-tuned checkpoint" "$build/examples/generate" --checkpoint "$ckpt" --prompt "a" --tokens 5
-check "export_gpt --format hf" "$build/examples/export_gpt" --checkpoint "$ckpt" --format hf --out hf
-check "export_gpt --format llmc" "$build/examples/export_gpt" --checkpoint "$ckpt" --format llmc --out model.bin
+check "generate reads the fine-tuned checkpoint" "$build/tools/generate" --checkpoint "$ckpt" --prompt "a" --tokens 5
+check "export_gpt --format hf" "$build/tools/export_gpt" --checkpoint "$ckpt" --format hf --out hf
+check "export_gpt --format llmc" "$build/tools/export_gpt" --checkpoint "$ckpt" --format llmc --out model.bin
 [ -f hf/model.safetensors ] && [ -f hf/config.json ] && [ -f model.bin ] || fail "the exports are missing"
 grep -q '"activation_function": "gelu_new"' hf/config.json || fail "config.json does not name gelu_new"
 # A second export to the same place, or onto a file of the user's, replaces nothing unless asked.
 rm -rf runs
 before=$(cat hf/model.safetensors hf/config.json | sha256sum)
 want=2 refused "a second hf export without --overwrite" "hf/model.safetensors': exists; give --overwrite" \
-  "$build/examples/export_gpt" --checkpoint "$ckpt" --format hf --out hf
+  "$build/tools/export_gpt" --checkpoint "$ckpt" --format hf --out hf
 [ "$(cat hf/model.safetensors hf/config.json | sha256sum)" = "$before" ] || fail "the refused export changed hf/"
 echo "my notes" >notes.txt
 want=2 refused "an llmc export onto a user's file" "notes.txt': exists" \
-  "$build/examples/export_gpt" --checkpoint "$ckpt" --format llmc --out notes.txt
+  "$build/tools/export_gpt" --checkpoint "$ckpt" --format llmc --out notes.txt
 [ "$(cat notes.txt)" = "my notes" ] || fail "the refused export changed notes.txt"
-check "export_gpt --format hf --overwrite" "$build/examples/export_gpt" --checkpoint "$ckpt" --format hf --out hf --overwrite
+check "export_gpt --format hf --overwrite" "$build/tools/export_gpt" --checkpoint "$ckpt" --format hf --out hf --overwrite
 [ "$(cat hf/model.safetensors hf/config.json | sha256sum)" = "$before" ] || fail "the same export over itself differs"
 check "train_gpt --init-from the llm.c export" \
-  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from model.bin --save again.safetensors
+  "$build/tools/train_gpt" "${model[@]}" "${run[@]}" --init-from model.bin --save again.safetensors
 grep -q "llm.c weights from model.bin" out.txt || fail "the llm.c import is not reported"
 rm -rf runs
 
 # LoRA on GPT-2's weights: the adapter-only checkpoint records the Hugging Face base, and
 # generate rebuilds the model from that file plus the adapters.
 check "train_gpt --init-from a Hugging Face file with LoRA" \
-  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/hf_byte_f32.safetensors" \
+  "$build/tools/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/hf_byte_f32.safetensors" \
   --lora-rank 4 --save-adapter-only --save adapter.safetensors
 grep -q "Hugging Face weights from" out.txt || fail "the LoRA run does not report its base's layout"
 [ "$(stat -c %s adapter.safetensors)" -lt "$(stat -c %s ck.safetensors)" ] || fail "the adapter is not smaller than the whole model"
 check "generate reads the adapter on its Hugging Face base" \
-  "$build/examples/generate" --checkpoint adapter.safetensors --prompt "a" --tokens 5
+  "$build/tools/generate" --checkpoint adapter.safetensors --prompt "a" --tokens 5
 rm -rf runs
 
 refused "an llm.c file of another vocabulary" "llmc_f32.bin" \
-  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/llmc_f32.bin"
+  "$build/tools/train_gpt" "${model[@]}" "${run[@]}" --init-from "$fixtures/llmc_f32.bin"
 refused "a Hugging Face file of other layers" "h.0.attn.c_attn.weight" \
-  "$build/examples/train_gpt" "${shape[@]}" --d-model 64 --activation gelu_tanh "${run[@]}" --init-from "$fixtures/hf_byte_f32.safetensors"
+  "$build/tools/train_gpt" "${shape[@]}" --d-model 64 --activation gelu_tanh "${run[@]}" --init-from "$fixtures/hf_byte_f32.safetensors"
 refused "a missing file" "missing.bin" \
-  "$build/examples/train_gpt" "${model[@]}" "${run[@]}" --init-from missing.bin
+  "$build/tools/train_gpt" "${model[@]}" "${run[@]}" --init-from missing.bin
 want=2 refused "--preset gpt2 with the byte tokenizer" "50257" \
-  "$build/examples/train_gpt" --preset gpt2 --tokenizer byte "${run[@]}"
+  "$build/tools/train_gpt" --preset gpt2 --tokenizer byte "${run[@]}"
 
 # A Hugging Face directory: config.json decides the shape (no model flag given), a flag that says
 # otherwise is refused naming both, and the weights may be half precision (F16 and BF16 copies of
 # the export, rounded to nearest even by Python's own conversions).
 run_dir=(--tokenizer byte --dropout 0 "${run[@]}")
 check "train_gpt --init-from a Hugging Face directory, its shape from config.json" \
-  "$build/examples/train_gpt" "${run_dir[@]}" --init-from hf --save from-dir.safetensors
+  "$build/tools/train_gpt" "${run_dir[@]}" --init-from hf --save from-dir.safetensors
 grep -q "model  GPT 2 layers, 4 heads, d_model 32, context 64" out.txt || fail "config.json did not decide the shape: $(grep model out.txt)"
 rm -rf runs
 want=2 refused "--layers 3 against config.json's n_layer 2" "--layers 3 contradicts" \
-  "$build/examples/train_gpt" "${run_dir[@]}" --layers 3 --init-from hf
+  "$build/tools/train_gpt" "${run_dir[@]}" --layers 3 --init-from hf
 want=2 refused "--activation gelu against config.json's gelu_new" "--activation gelu contradicts" \
-  "$build/examples/train_gpt" "${run_dir[@]}" --activation gelu --init-from hf
+  "$build/tools/train_gpt" "${run_dir[@]}" --activation gelu --init-from hf
 mkdir -p empty-dir
 want=2 refused "a directory without model.safetensors" "holds no model.safetensors" \
-  "$build/examples/train_gpt" "${run_dir[@]}" --init-from empty-dir
+  "$build/tools/train_gpt" "${run_dir[@]}" --init-from empty-dir
 for half in F16 BF16; do
   mkdir -p "hf-$half" && cp hf/config.json "hf-$half/"
   /usr/bin/python3 - hf/model.safetensors "hf-$half/model.safetensors" "$half" <<'PY'
@@ -119,14 +119,14 @@ text = json.dumps(header).encode()
 open(dst, "wb").write(struct.pack("<Q", len(text)) + text + bytes(out))
 PY
   check "train_gpt --init-from a Hugging Face directory in $half" \
-    "$build/examples/train_gpt" "${run_dir[@]}" --init-from "hf-$half" --save "from-$half.safetensors"
+    "$build/tools/train_gpt" "${run_dir[@]}" --init-from "hf-$half" --save "from-$half.safetensors"
   grep -q "Hugging Face weights from hf-$half/model.safetensors" out.txt || fail "$half: the import is not reported: $(cat out.txt)"
   rm -rf runs
 done
 
-check "train_gpt with the exact GELU" "$build/examples/train_gpt" "${shape[@]}" --d-model 32 --activation gelu "${run[@]}" --save exact.safetensors
+check "train_gpt with the exact GELU" "$build/tools/train_gpt" "${shape[@]}" --d-model 32 --activation gelu "${run[@]}" --save exact.safetensors
 rm -rf runs
 refused "llm.c cannot express the exact GELU" "gelu_tanh" \
-  "$build/examples/export_gpt" --checkpoint exact.safetensors --format llmc --out exact.bin
+  "$build/tools/export_gpt" --checkpoint exact.safetensors --format llmc --out exact.bin
 [ -e exact.bin ] && fail "a refused export left exact.bin"
 finish

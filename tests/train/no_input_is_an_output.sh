@@ -16,7 +16,7 @@ expect() {
   local program=$1 want=$2 words=$3 file=$4 status=0 before w ok=1
   shift 4
   before=$(sha256sum <"$file")
-  "$build/examples/$program" "$@" >out.txt 2>err.txt || status=$?
+  "$build/tools/$program" "$@" >out.txt 2>err.txt || status=$?
   [ "$status" -eq "$want" ] || ok=0
   if [ "$want" -ne 0 ]; then
     IFS='|' read -ra ws <<<"$words"

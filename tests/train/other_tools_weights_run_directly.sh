@@ -6,7 +6,7 @@
 # exported from, and converting between the layouts gives the bytes a direct export gives.
 #   other_tools_weights_run_directly.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-E=$build/examples
+E=$build/tools
 fixtures=$source/tests/parity/fixtures/gpt2
 "$E/train_gpt" --data "$source/README.md" --tokenizer byte --layers 2 --heads 2 --d-model 32 --block-size 32 \
   --activation gelu_tanh --batch 4 --steps 30 --eval-every 30 --eval-windows 2 --quiet --save ck.safetensors >train.txt 2>&1 ||

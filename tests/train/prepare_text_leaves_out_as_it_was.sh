@@ -8,7 +8,7 @@
 # scratch directory, as a user would.
 #   prepare_text_leaves_out_as_it_was.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-prepare="$build/examples/prepare_text"
+prepare="$build/tools/prepare_text"
 printf 'a line of text\n%.0s' {1..400} >text.txt
 printf 'text, then a NUL\0' >nul.txt
 

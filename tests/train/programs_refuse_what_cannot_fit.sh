@@ -9,7 +9,7 @@ expect_refusal() {
   local name=$1 flag=$2
   shift 2
   local status=0
-  "$build/examples/$name" "$@" --quiet >out.txt 2>err.txt || status=$?
+  "$build/tools/$name" "$@" --quiet >out.txt 2>err.txt || status=$?
   if [ "$status" -ne 1 ] || ! grep -q "parameters" err.txt || ! grep -q -- "$flag" err.txt || [ -e runs ]; then
     fail "$name $* (status $status, expected 1 with a breakdown naming $flag and nothing written)"
     cat err.txt
@@ -27,7 +27,7 @@ expect_refusal train_seq2seq --d-ff --d-model 16384 --d-ff 65536 --heads 8
 # turns a missed estimate into a quick failure here rather than a machine swapping; not under
 # AddressSanitizer, whose shadow memory alone needs terabytes of address space).
 (
-  ldd "$build/examples/train_seq2seq" 2>/dev/null | grep -q libasan || ulimit -v $((8 * 1024 * 1024))
+  ldd "$build/tools/train_seq2seq" 2>/dev/null | grep -q libasan || ulimit -v $((8 * 1024 * 1024))
   before=$failures
   expect_refusal train_seq2seq "held-out set" --batch 1 --max-len 1024 --eval-sequences 1048576
   [ "$failures" -eq "$before" ]

@@ -12,7 +12,7 @@ for program in train_sequence train_gpt train_seq2seq; do
   [ "$program" = train_gpt ] && extra=("${small_gpt[@]}")
   for steps in 2 1; do
     status=0
-    "$build/examples/$program" "${extra[@]}" --steps "$steps" --quiet --log "$program-$steps/metrics.jsonl" \
+    "$build/tools/$program" "${extra[@]}" --steps "$steps" --quiet --log "$program-$steps/metrics.jsonl" \
       --plot "$program-$steps/plot.svg" --save "$program-$steps/ckpt.safetensors" >out.txt 2>err.txt || status=$?
     if [ "$status" -ne 0 ] || ! grep -q "after $steps steps" out.txt; then
       fail "$program --steps $steps exited $status: $(cat err.txt)"
@@ -24,14 +24,14 @@ for program in train_sequence train_gpt train_seq2seq; do
       continue
     fi
     status=0
-    "$build/examples/$program" --config "$program-$steps/config.toml" --quiet --log again/metrics.jsonl \
+    "$build/tools/$program" --config "$program-$steps/config.toml" --quiet --log again/metrics.jsonl \
       --plot again/plot.svg --overwrite >out.txt 2>err.txt || status=$?
     rm -rf again
     if [ "$status" -ne 0 ]; then fail "$program --config of the --steps $steps run: $(cat err.txt)"; continue; fi
     passed=$((passed + 1))
   done
   status=0
-  "$build/examples/$program" "${extra[@]}" --steps 2 --warmup 5 --quiet >out.txt 2>err.txt || status=$?
+  "$build/tools/$program" "${extra[@]}" --steps 2 --warmup 5 --quiet >out.txt 2>err.txt || status=$?
   if [ "$status" -ne 2 ] || ! grep -q -- "--warmup: 5 must be below --steps 2" err.txt; then
     fail "$program --steps 2 --warmup 5: exit $status, $(cat err.txt)"
   else

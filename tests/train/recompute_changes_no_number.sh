@@ -18,7 +18,7 @@ run() {  # run PROGRAM TAG FLAGS...: with dropout 0.1, saved as TAG.st, logged a
   local program=$1 tag=$2
   shift 2
   # shellcheck disable=SC2086
-  "$build/examples/$program" ${flags[$program]} --dropout 0.1 --warmup 0 --seed 5 \
+  "$build/tools/$program" ${flags[$program]} --dropout 0.1 --warmup 0 --seed 5 \
     --save "$tag.st" --log "$tag.jsonl" --plot "$tag.svg" "$@" >"$tag.out" 2>&1 ||
     { fail "$program $*: $(cat "$tag.out")"; return 1; }
 }
@@ -50,7 +50,7 @@ run train_gpt accum-plain --steps 4 --eval-every 2 --grad-accum 2 &&
 long=(--steps 300 --eval-every 20)
 run train_gpt straight "${long[@]}"
 # shellcheck disable=SC2086
-"$build/examples/train_gpt" ${flags[train_gpt]} --dropout 0.1 --warmup 0 --seed 5 "${long[@]}" --save stopped.st \
+"$build/tools/train_gpt" ${flags[train_gpt]} --dropout 0.1 --warmup 0 --seed 5 "${long[@]}" --save stopped.st \
   --log stopped.jsonl --plot stopped.svg >stopped.out 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do
@@ -60,7 +60,7 @@ done
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid" || true
 grep -q "interrupted" stopped.out || fail "the run was not interrupted: $(cat stopped.out)"
-"$build/examples/train_gpt" --data text.txt --resume stopped.st --recompute --quiet >resume.out 2>&1 ||
+"$build/tools/train_gpt" --data text.txt --resume stopped.st --recompute --quiet >resume.out 2>&1 ||
   fail "resuming with --recompute: $(cat resume.out)"
 if python3 "$tensors" straight.st stopped.st | grep -v '^same '; then
   fail "the run resumed with --recompute does not end where the uninterrupted plain run ends"
@@ -69,7 +69,7 @@ else
 fi
 
 peak_mb() {  # peak_mb FLAGS...: the peak resident memory of a train_gpt run, in MB
-  /usr/bin/python3 - "$build/examples/train_gpt" --data text.txt --layers 8 --d-model 64 --heads 4 --block-size 256 \
+  /usr/bin/python3 - "$build/tools/train_gpt" --data text.txt --layers 8 --d-model 64 --heads 4 --block-size 256 \
     --batch 16 --steps 2 --eval-every 2 --eval-windows 16 --quiet --overwrite "$@" <<'PY'
 import resource, subprocess, sys
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
@@ -79,7 +79,7 @@ PY
 seq 1 30000 | tr '\n' ' ' >text.txt
 # (Not `ldd | grep -q`: grep quits at the first match, ldd may then die of SIGPIPE, and under
 # pipefail the test would go on to compare the sanitizer's sizes.)
-if [[ $(ldd "$build/examples/train_gpt") == *libasan* ]]; then
+if [[ $(ldd "$build/tools/train_gpt") == *libasan* ]]; then
   # AddressSanitizer's shadow and quarantine make the resident size its own; the library's
   # tests (recompute_region, recompute_models) hold the tensor memory in that build too.
   echo "skipped under AddressSanitizer: the peak resident memory comparison"

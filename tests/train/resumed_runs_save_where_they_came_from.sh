@@ -16,11 +16,11 @@ continues() {
   local program=$1
   shift
   mkdir -p "$program" && cd "$program"
-  "$build/examples/$program" "$@" --eval-sequences 16 --target-acc 0.01 --save run.ck --quiet >fresh.out 2>&1 ||
+  "$build/tools/$program" "$@" --eval-sequences 16 --target-acc 0.01 --save run.ck --quiet >fresh.out 2>&1 ||
     { fail "$program: the fresh run failed: $(cat fresh.out)"; cd ..; return; }
   local first resumed
   first=$(steps_after fresh.out)
-  "$build/examples/$program" --resume run.ck --target-acc 1 --eval-sequences 16 --quiet >resumed.out 2>&1 ||
+  "$build/tools/$program" --resume run.ck --target-acc 1 --eval-sequences 16 --quiet >resumed.out 2>&1 ||
     { fail "$program: the resumed run failed: $(cat resumed.out)"; cd ..; return; }
   resumed=$(steps_after resumed.out)
   # The line before the description: where the steps go.
@@ -28,7 +28,7 @@ continues() {
     fail "$program --resume run.ck does not say where it saves before training:"
     head -3 resumed.out
   fi
-  "$build/examples/$program" --resume run.ck --target-acc 1 --eval-sequences 16 --quiet >again.out 2>&1 || true
+  "$build/tools/$program" --resume run.ck --target-acc 1 --eval-sequences 16 --quiet >again.out 2>&1 || true
   if [ -z "$first" ] || [ -z "$resumed" ] || [ "$resumed" -le "$first" ] ||
     ! grep -qx "resumed run.ck at step $resumed" again.out; then
     fail "$program: stopped at step ${first:-?}, resumed to ${resumed:-?}, but run.ck then holds: $(head -1 again.out)"
@@ -44,9 +44,9 @@ continues train_seq2seq --symbols 2 --min-len 1 --max-len 2 --d-model 8 --heads 
   --decoder-layers 1 --batch 8 --warmup 1 --lr 0.01 --steps 400 --eval-every 1
 
 mkdir gpt && cd gpt
-"$build/examples/train_gpt" --data "$source/README.md" --steps 2 --warmup 1 --eval-every 2 --d-model 8 --heads 1 \
+"$build/tools/train_gpt" --data "$source/README.md" --steps 2 --warmup 1 --eval-every 2 --d-model 8 --heads 1 \
   --layers 1 --block-size 8 --save run.ck --quiet >fresh.out 2>&1 || fail "train_gpt: the fresh run failed: $(cat fresh.out)"
-"$build/examples/train_gpt" --data "$source/README.md" --resume run.ck --quiet >resumed.out 2>&1 ||
+"$build/tools/train_gpt" --data "$source/README.md" --resume run.ck --quiet >resumed.out 2>&1 ||
   fail "train_gpt: the resumed run failed: $(cat resumed.out)"
 if sed -n '2,3p' resumed.out | grep -qx 'save   run.ck at every evaluation and at the end'; then
   echo "ok: train_gpt --resume run.ck says it saves in run.ck"

@@ -1,4 +1,4 @@
-// Byte-pair encoding (train/data/bpe.h): training by hand-checked examples, the tie-break, the
+// Byte-pair encoding (text/bpe.h): training by hand-checked examples, the tie-break, the
 // file format and the Tokenizer's description, GPT-2's known ids, and every bad input named by
 // its file. The comparisons with independent references (tiktoken, a naive trainer) are the
 // node-driven tests in tests/data.
@@ -9,9 +9,9 @@
 
 #include "attograd/core/parallel.h"
 #include "attograd/core/threads.h"
-#include "attograd/train/data/bpe.h"
-#include "attograd/train/data/text.h"
-#include "attograd/train/gpt_job.h"
+#include "attograd/models/gpt/gpt_job.h"
+#include "attograd/text/bpe.h"
+#include "attograd/text/corpus.h"
 #include "train_support.h"
 
 namespace ag::testing {
@@ -58,7 +58,7 @@ bool have_gpt2_files() {
   const bool present = std::filesystem::exists(dir + "/encoder.json") && std::filesystem::exists(dir + "/vocab.bpe");
   if (!present) {
     const char* ci = std::getenv("CI");
-    const std::string hint = "GPT-2's files are not in " + dir + ": run train/data/fetch_gpt2_vocab.sh";
+    const std::string hint = "GPT-2's files are not in " + dir + ": run text/fetch_gpt2_vocab.sh";
     if (ci != nullptr && std::string(ci) == "true") BOOST_FAIL(hint);
     BOOST_TEST_MESSAGE("skipped: " + hint);
   }

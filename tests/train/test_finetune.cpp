@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <set>
 
-#include "attograd/train/eval_text.h"
-#include "attograd/train/finetune.h"
-#include "attograd/train/gpt_job.h"
+#include "attograd/models/gpt/eval_text.h"
+#include "attograd/models/gpt/finetune.h"
+#include "attograd/models/gpt/gpt_job.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/safetensors.h"
 #include "attograd/train/losses.h"

@@ -7,12 +7,12 @@
 #include <cmath>
 #include <vector>
 
-#include "attograd/models/gpt.h"
-#include "attograd/models/seq2seq.h"
-#include "attograd/models/sequence_model.h"
-#include "attograd/train/gpt_job.h"
-#include "attograd/train/seq2seq_job.h"
-#include "attograd/train/sequence_job.h"
+#include "attograd/models/gpt/gpt.h"
+#include "attograd/models/gpt/gpt_job.h"
+#include "attograd/models/seq2seq/seq2seq.h"
+#include "attograd/models/seq2seq/seq2seq_job.h"
+#include "attograd/models/toy/sequence_job.h"
+#include "attograd/models/toy/sequence_model.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
 

@@ -3,8 +3,8 @@
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 
+#include "attograd/models/toy/sequence_tasks.h"
 #include "attograd/train/losses.h"
-#include "attograd/train/data/sequence_tasks.h"
 #include "support.h"
 
 namespace bdata = boost::unit_test::data;

@@ -1,8 +1,10 @@
 // The options of models, tasks and the loop through the JSON a checkpoint stores (one field
 // list per struct, read both ways), and bad JSON refused; the enums' names both ways.
+#include "attograd/models/gpt/gpt_options.h"
+#include "attograd/models/seq2seq/seq2seq_options.h"
+#include "attograd/models/toy/sequence_options.h"
 #include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/io/json_text.h"
-#include "attograd/train/io/model_options.h"
 #include "attograd/train/io/safetensors.h"
 #include "attograd/train/trainer.h"
 #include "support.h"

@@ -8,11 +8,11 @@
 #include <filesystem>
 
 #include "attograd/core/rng.h"
-#include "attograd/train/gpt_job.h"
+#include "attograd/models/gpt/gpt_job.h"
+#include "attograd/models/seq2seq/seq2seq_job.h"
+#include "attograd/models/seq2seq/seq2seq_options.h"
+#include "attograd/models/toy/sequence_job.h"
 #include "attograd/train/io/checkpoint.h"
-#include "attograd/train/io/model_options.h"
-#include "attograd/train/seq2seq_job.h"
-#include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
 #include "train_support.h"

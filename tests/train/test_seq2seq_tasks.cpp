@@ -8,6 +8,8 @@
 #include <string>
 
 #include "attograd.h"
+#include "attograd/models/seq2seq/seq2seq.h"
+#include "attograd/models/seq2seq/seq2seq_tasks.h"
 #include "support.h"
 
 namespace ag::testing {

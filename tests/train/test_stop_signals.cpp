@@ -4,8 +4,8 @@
 // processes (mpirun, a signal to mpirun, mismatched ranks): tests/mpi/run_rank_checks.sh.
 #include <csignal>
 
+#include "attograd/models/toy/sequence_job.h"
 #include "attograd/train/io/checkpoint.h"
-#include "attograd/train/sequence_job.h"
 #include "attograd/train/stop_signals.h"
 #include "attograd/train/trainer.h"
 #include "support.h"

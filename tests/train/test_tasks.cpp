@@ -3,8 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "attograd/train/data/sequence_tasks.h"
-#include "attograd/train/io/model_options.h"
+#include "attograd/models/toy/sequence_options.h"
+#include "attograd/models/toy/sequence_tasks.h"
 #include "support.h"
 
 namespace ag::testing {

@@ -10,9 +10,9 @@
 #include <random>
 #include <set>
 
-#include "attograd/models/gpt.h"
-#include "attograd/train/data/text.h"
-#include "attograd/train/data/text_stream.h"
+#include "attograd/models/gpt/gpt.h"
+#include "attograd/text/corpus.h"
+#include "attograd/text/text_stream.h"
 #include "attograd/train/io/crc32c.h"
 #include "train_support.h"
 

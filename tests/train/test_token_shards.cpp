@@ -1,4 +1,4 @@
-// Token shards (train/data/token_shards.h) and the streaming encoder (text_stream.h): each of the
+// Token shards (text/token_shards.h) and the streaming encoder (text_stream.h): each of the
 // three layouts, written here byte by byte, reads back as its tokens; broken files are refused
 // naming the file, the byte offset and the values; a set splits into training and validation
 // files by name; pages read are not kept; batches walk the training tokens in order as a pure
@@ -8,10 +8,10 @@
 #include <fstream>
 #include <numeric>
 
-#include "attograd/train/data/bpe.h"
-#include "attograd/train/data/text_stream.h"
-#include "attograd/train/data/token_shards.h"
-#include "attograd/train/gpt_job.h"
+#include "attograd/models/gpt/gpt_job.h"
+#include "attograd/text/bpe.h"
+#include "attograd/text/text_stream.h"
+#include "attograd/text/token_shards.h"
 #include "attograd/train/io/crc32c.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
@@ -73,7 +73,7 @@ bool have_gpt2_files() {
   const bool present = std::filesystem::exists(dir + "/encoder.json") && std::filesystem::exists(dir + "/vocab.bpe");
   if (!present) {
     const char* ci = std::getenv("CI");
-    const std::string hint = "GPT-2's files are not in " + dir + ": run train/data/fetch_gpt2_vocab.sh";
+    const std::string hint = "GPT-2's files are not in " + dir + ": run text/fetch_gpt2_vocab.sh";
     if (ci != nullptr && std::string(ci) == "true") BOOST_FAIL(hint);
     BOOST_TEST_MESSAGE("skipped: " + hint);
   }

@@ -1,4 +1,4 @@
-// The command line of examples/train_gpt (CLI11): the defaults are the README's baby run (AdamW,
+// The command line of tools/train_gpt (CLI11): the defaults are the README's baby run (AdamW,
 // cosine decay), every flag reaches its option (the recipe knobs too: betas, decay on matrices,
 // bias, evaluation windows), the optimizer choices the other programs have,
 // bad values and contradictions are refused naming the flag and the value, --resume refuses the
@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "attograd/train/io/model_options.h"
-#include "examples/train_gpt_cli.h"
+#include "attograd/models/gpt/gpt_options.h"
+#include "tools/train_gpt_cli.h"
 #include "support.h"
 #include "train_support.h"
 

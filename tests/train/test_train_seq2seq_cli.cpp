@@ -1,11 +1,11 @@
-// The command line of examples/train_seq2seq (CLI11): the defaults are the README's reverse-var
+// The command line of tools/train_seq2seq (CLI11): the defaults are the README's reverse-var
 // run, the model's sizes follow the task, every flag reaches its option, bad values and
 // contradictions are refused naming the flag and the value, --resume refuses the flags the
 // checkpoint decides, and the written configuration reads back to the same run.
 #include <fstream>
 
-#include "attograd/train/io/model_options.h"
-#include "examples/train_seq2seq_cli.h"
+#include "attograd/models/seq2seq/seq2seq_options.h"
+#include "tools/train_seq2seq_cli.h"
 #include "support.h"
 #include "train_support.h"
 

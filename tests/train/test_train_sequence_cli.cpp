@@ -1,13 +1,13 @@
-// The command line of examples/train_sequence (CLI11): defaults, every flag reaching its option,
+// The command line of tools/train_sequence (CLI11): defaults, every flag reaching its option,
 // both value spellings, bad input (unknown flags, missing or malformed values, out-of-range
 // numbers, contradictions) rejected with a message that names the flag, and TOML config files:
 // bad keys, types and values named with the file, key and line, flags overriding the file, and
 // the written configuration reading back to the same options.
 #include <sys/stat.h>
 
-#include "attograd/train/io/model_options.h"
-#include "attograd/train/sequence_job.h"
-#include "examples/train_sequence_cli.h"
+#include "attograd/models/toy/sequence_job.h"
+#include "attograd/models/toy/sequence_options.h"
+#include "tools/train_sequence_cli.h"
 #include "support.h"
 #include "train_support.h"
 

@@ -4,11 +4,11 @@
 #include <cmath>
 #include <sstream>
 
+#include "attograd/models/toy/sequence_job.h"
+#include "attograd/models/toy/sequence_options.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/checkpoint_metadata.h"
 #include "attograd/train/report/metrics_log.h"
-#include "attograd/train/io/model_options.h"
-#include "attograd/train/sequence_job.h"
 #include "attograd/train/trainer.h"
 #include "support.h"
 #include "train_support.h"

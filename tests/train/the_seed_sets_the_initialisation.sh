@@ -15,7 +15,7 @@ row0() {  # row0 PROGRAM SEED [TAG]: the eval_loss of the log's first row
   local tag=${3:-}
   local log="$1-$2$tag.jsonl"
   # shellcheck disable=SC2086
-  "$build/examples/$1" ${flags[$1]} --steps 1 --warmup 0 --eval-every 1 --seed "$2" --quiet --log "$log" \
+  "$build/tools/$1" ${flags[$1]} --steps 1 --warmup 0 --eval-every 1 --seed "$2" --quiet --log "$log" \
     --run-name "$1-$2$tag" >/dev/null 2>err.txt || { fail "$1 --seed $2: $(cat err.txt)"; return; }
   head -1 "$log" | grep -o '"eval_loss":[^,]*'
 }

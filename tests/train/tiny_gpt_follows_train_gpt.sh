@@ -14,7 +14,7 @@ if grep -E '#include "attograd/(train/(data|io|dist|report)|models|text|tools)/'
   fail "tiny_gpt.cpp includes more than the framework (core, autograd, layers, the optimizer, schedule and clipping)"
 fi
 "$build/examples/tiny_gpt" --steps 100 >tiny.txt 2>&1 || fail "tiny_gpt --steps 100: $(cat tiny.txt)"
-"$build/examples/train_gpt" --steps 100 --eval-every 100 --quiet >gpt.txt 2>&1 || fail "train_gpt --steps 100: $(cat gpt.txt)"
+"$build/tools/train_gpt" --steps 100 --eval-every 100 --quiet >gpt.txt 2>&1 || fail "train_gpt --steps 100: $(cat gpt.txt)"
 tiny=$(sed -n 's/^step *100 | train loss [0-9.]* | validation loss \([0-9.]*\)$/\1/p' tiny.txt)
 gpt=$(sed -n 's/^final train loss [0-9.]*, validation loss \([0-9.]*\) .*/\1/p' gpt.txt)
 [ -n "$tiny" ] && [ -n "$gpt" ] || fail "no validation loss: tiny_gpt '$(tail -1 tiny.txt)', train_gpt '$(grep final gpt.txt)'"

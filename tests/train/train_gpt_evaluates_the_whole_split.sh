@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 block=8
 status=0
-"$build/examples/train_gpt" --data "$source/README.md" --layers 1 --d-model 16 --heads 2 --block-size "$block" \
+"$build/tools/train_gpt" --data "$source/README.md" --layers 1 --d-model 16 --heads 2 --block-size "$block" \
   --batch 4 --steps 2 --eval-windows 8 --no-bias --decay-params matrices --beta1 0.8 --beta2 0.95 --eval-full \
   --save run/ckpt.safetensors --log run/metrics.jsonl --plot run/plot.svg >out.txt 2>err.txt || status=$?
 if [ "$status" -ne 0 ]; then
@@ -20,7 +20,7 @@ else
   fi
 fi
 # Without --eval-full there is no such line.
-"$build/examples/train_gpt" --data "$source/README.md" --layers 1 --d-model 16 --heads 2 --block-size "$block" \
+"$build/tools/train_gpt" --data "$source/README.md" --layers 1 --d-model 16 --heads 2 --block-size "$block" \
   --batch 4 --steps 2 --quiet --save plain/ckpt.safetensors --log plain/metrics.jsonl --plot plain/plot.svg \
   >out.txt 2>err.txt || fail "train_gpt without --eval-full: $(cat err.txt)"
 if grep -q "whole split" out.txt; then fail "a whole-split evaluation without --eval-full"; fi

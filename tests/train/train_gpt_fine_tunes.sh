@@ -14,7 +14,7 @@
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 tensors="$source/tests/train/checkpoint_tensors.py"
 for i in $(seq 1 150); do echo "line $i: the cat sat on the mat, and the dog ran after $((i * 7 % 13)) birds."; done >text.txt
-gpt() { "$build/examples/train_gpt" --data text.txt --quiet "$@"; }
+gpt() { "$build/tools/train_gpt" --data text.txt --quiet "$@"; }
 small=(--batch 4 --eval-windows 4)
 
 gpt --layers 2 --d-model 32 --heads 2 --block-size 16 "${small[@]}" --steps 4 --eval-every 4 --save base.st \
@@ -74,7 +74,7 @@ long=(--init-from base.st --lora-rank 2 --lora-alpha 8 --lora-targets w_q w_v li
       --batch 8 --eval-windows 2 --steps 400 --eval-every 20)
 gpt "${long[@]}" --save straight.st --log straight.jsonl --plot straight.svg >out.txt 2>&1 ||
   fail "the uninterrupted adapter run failed: $(cat out.txt)"
-"$build/examples/train_gpt" --data text.txt --quiet "${long[@]}" --save stopped.st --log stopped.jsonl \
+"$build/tools/train_gpt" --data text.txt --quiet "${long[@]}" --save stopped.st --log stopped.jsonl \
   --plot stopped.svg >stopped.txt 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do
@@ -86,7 +86,7 @@ wait "$pid" || true
 grep -q "interrupted" stopped.txt || fail "the run was not interrupted: $(cat stopped.txt)"
 gpt --resume stopped.st >resumed.txt 2>&1 || fail "the resume failed: $(cat resumed.txt)"
 python3 "$tensors" straight.st stopped.st | grep -v "^same " && fail "the resumed adapter run differs from the uninterrupted one"
-"$build/examples/generate" --checkpoint straight.st --prompt "line" --tokens 5 >gen.txt 2>&1 ||
+"$build/tools/generate" --checkpoint straight.st --prompt "line" --tokens 5 >gen.txt 2>&1 ||
   fail "generate could not read the adapter: $(cat gen.txt)"
 
 # The base changes under the adapter: refused by name.
@@ -94,7 +94,7 @@ cp base.st base.keep
 gpt --layers 2 --d-model 32 --heads 2 --block-size 16 "${small[@]}" --steps 2 --eval-every 2 --seed 9 --save base.st \
   --log base2.jsonl --plot base2.svg --overwrite >out.txt 2>&1 || fail "rewriting the base failed: $(cat out.txt)"
 status=0
-"$build/examples/generate" --checkpoint straight.st --prompt "line" >gen.txt 2>&1 || status=$?
+"$build/tools/generate" --checkpoint straight.st --prompt "line" >gen.txt 2>&1 || status=$?
 [ "$status" -ne 0 ] && grep -q "another base" gen.txt || fail "an adapter on another base: exit $status, $(cat gen.txt)"
 status=0
 gpt --resume straight.st >out.txt 2>&1 || status=$?

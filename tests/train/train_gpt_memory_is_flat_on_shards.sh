@@ -29,7 +29,7 @@ cp big/val.bin small/val.bin
   fail "the 2 GB set is not 2 GB on disk: $(stat -c %s big/train.bin) bytes, $(du -k big/train.bin | cut -f1) KB used"
 
 peak_kb() {  # peak_kb DIR: the run's peak resident KB
-  /usr/bin/time -f '%M' -o "$1.peak" "$build/examples/train_gpt" --data "$1" --shard-format nanogpt --tokenizer byte --layers 1 --d-model 32 \
+  /usr/bin/time -f '%M' -o "$1.peak" "$build/tools/train_gpt" --data "$1" --shard-format nanogpt --tokenizer byte --layers 1 --d-model 32 \
     --heads 2 --block-size 64 --batch 8 --steps 20 --eval-every 10 --eval-windows 8 --quiet --save "$1.st" \
     --log "$1.jsonl" --plot "$1.svg" >"$1.out" 2>&1 || fail "train_gpt --data $1 failed: $(cat "$1.out")"
   tail -1 "$1.peak"

@@ -7,7 +7,7 @@
 #   train_gpt_reads_several_texts_and_the_bible.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 small=(--layers 1 --d-model 16 --heads 2 --block-size 16 --batch 4 --eval-windows 8)
-gpt="$build/examples/train_gpt"
+gpt="$build/tools/train_gpt"
 
 # The bible: 31,102 verses, 4,137,850 bytes of ASCII, so as many character tokens.
 status=0

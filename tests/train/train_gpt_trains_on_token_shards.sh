@@ -8,7 +8,7 @@
 # dangling link are refused.
 #   train_gpt_trains_on_token_shards.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-prepare="$build/examples/prepare_text"
+prepare="$build/tools/prepare_text"
 tensors=$source/tests/train/checkpoint_tensors.py
 text=$source/README.md
 printf 'a last line without its newline' >tail.txt
@@ -41,14 +41,14 @@ if [ -f "${XDG_CACHE_HOME:-$HOME/.cache}/attograd/gpt2/encoder.json" ]; then
   "$prepare" --data "$text" --tokenizer gpt2 --out gpt2_cut --chunk-bytes 16 >out.txt 2>err.txt ||
     fail "prepare_text gpt2 --chunk-bytes 16: $(cat err.txt)"
   for f in train_000000.bin val_000000.bin; do cmp -s "gpt2/$f" "gpt2_cut/$f" || fail "gpt2 $f differs with 16-byte chunks"; done
-  whole=$("$build/examples/tokenize" --tokenizer gpt2 "$text" | wc -l)
+  whole=$("$build/tools/tokenize" --tokenizer gpt2 "$text" | wc -l)
   grep -q -- "-> $whole tokens" out.txt || fail "tokenize gives $whole tokens, prepare_text: $(head -1 out.txt)"
 else
   echo "GPT-2's files are not in the cache: the gpt2 part is passed over"
 fi
 
 small=(--layers 1 --d-model 16 --heads 2 --block-size 16 --batch 4 --eval-windows 4 --quiet)
-gpt() { "$build/examples/train_gpt" --data shards "${small[@]}" "$@"; }
+gpt() { "$build/tools/train_gpt" --data shards "${small[@]}" "$@"; }
 gpt --steps 3 --eval-every 3 >out.txt 2>&1 || fail "train_gpt on shards failed: $(cat out.txt)"
 grep -q "^data   shards: token shards, train 1 file (attograd), $((bytes - val)) tokens, validation 1 file (attograd), $val tokens" \
   out.txt || fail "the data line: $(grep '^data' out.txt)"
@@ -57,7 +57,7 @@ grep -q "^data   shards: token shards, train 1 file (attograd), $((bytes - val))
 long=(--steps 300 --eval-every 10 --dropout 0.1)
 gpt "${long[@]}" --save straight.st --log straight.jsonl --plot straight.svg >straight.txt 2>&1 ||
   fail "the uninterrupted run failed: $(cat straight.txt)"
-"$build/examples/train_gpt" --data shards "${small[@]}" "${long[@]}" --save stopped.st --log stopped.jsonl \
+"$build/tools/train_gpt" --data shards "${small[@]}" "${long[@]}" --save stopped.st --log stopped.jsonl \
   --plot stopped.svg >stopped.txt 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do
@@ -67,7 +67,7 @@ done
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid" || true
 grep -q "interrupted" stopped.txt || fail "the run was not interrupted: $(tail -3 stopped.txt)"
-"$build/examples/train_gpt" --data shards --resume stopped.st --eval-windows 4 --quiet >resumed.txt 2>&1 || fail "the resume failed: $(cat resumed.txt)"
+"$build/tools/train_gpt" --data shards --resume stopped.st --eval-windows 4 --quiet >resumed.txt 2>&1 || fail "the resume failed: $(cat resumed.txt)"
 [ "$(python3 "$tensors" straight.st stopped.st | grep -c "^same ")" -gt 10 ] && ! python3 "$tensors" straight.st stopped.st | grep -v "^same " ||
   fail "the resumed run differs from the uninterrupted one"
 # (The validation loss: the train loss shown is a mean over the steps since the last evaluation,
@@ -82,13 +82,13 @@ gpt --tokenizer char --steps 2 >out.txt 2>&1 || status=$?
 [ "$status" -eq 2 ] && grep -q "leave --tokenizer out" out.txt || fail "shards with --tokenizer char: exit $status, $(cat out.txt)"
 if [ -d gpt2 ]; then
   status=0
-  "$build/examples/train_gpt" --data gpt2 --tokenizer byte --steps 2 >out.txt 2>&1 || status=$?
+  "$build/tools/train_gpt" --data gpt2 --tokenizer byte --steps 2 >out.txt 2>&1 || status=$?
   [ "$status" -eq 1 ] && grep -q "made by a bpe tokenizer of 50257 ids" out.txt &&
     grep -q "(--tokenizer byte) is a byte tokenizer of 256 ids" out.txt ||
     fail "GPT-2 shards with --tokenizer byte: exit $status, $(cat out.txt)"
   mkdir both && cp gpt2/train_000000.bin both/a.bin && cp shards/train_000000.bin both/b.bin
   status=0
-  "$build/examples/train_gpt" --data both --steps 2 >out.txt 2>&1 || status=$?
+  "$build/tools/train_gpt" --data both --steps 2 >out.txt 2>&1 || status=$?
   [ "$status" -eq 1 ] && grep -q "different tokenizers" out.txt && grep -q "both/a.bin" out.txt &&
     grep -q "both/b.bin" out.txt || fail "GPT-2 and byte shards in one set: exit $status, $(cat out.txt)"
 fi
@@ -96,7 +96,7 @@ cp -r shards changed
 middle=$((($(stat -c %s changed/train_000000.bin) / 2) & ~1))  # a token's low byte: a control character
 printf '\001' | dd of=changed/train_000000.bin bs=1 seek=$middle conv=notrunc status=none
 status=0
-"$build/examples/train_gpt" --data changed --resume stopped.st --quiet >out.txt 2>&1 || status=$?
+"$build/tools/train_gpt" --data changed --resume stopped.st --quiet >out.txt 2>&1 || status=$?
 [ "$status" -eq 1 ] && grep -q "'data' entry" out.txt || fail "a resume on changed shards: exit $status, $(cat out.txt)"
 head -c 100 shards/train_000000.bin >broken_train.bin
 status=0

@@ -24,7 +24,7 @@ check() {
 
 for program in train_sequence train_gpt train_seq2seq; do
   # shellcheck disable=SC2206  # the flags are words
-  run=("$build/examples/$program" "${tiny[@]}" ${flags[$program]})
+  run=("$build/tools/$program" "${tiny[@]}" ${flags[$program]})
   rm -rf runs
   status=0
   "${run[@]}" >/dev/full 2>err.txt || status=$?

@@ -65,7 +65,7 @@ std::string temporary_path(const std::string& path, long pid, unsigned n);
 int remove_stale_temporaries(const std::string& path);
 
 // A regular file opened for reading at any offset, for readers that copy each part of a large
-// file straight to where it belongs instead of holding the whole file (train/io/gpt_weights.h).
+// file straight to where it belongs instead of holding the whole file (models/gpt/gpt_weights.h).
 // Refuses what read_file refuses; every failure is a std::runtime_error naming the path.
 class FileReader {
  public:

@@ -193,4 +193,11 @@ Options fields_from_json(const std::string& text, Fields fields, const std::stri
   });
 }
 
+// A whole options struct from `text`: its fields over the defaults, then its own validate().
+// The JSON of a model family's options is this over one field list (models/gpt/gpt_options.cpp).
+template <typename Options, typename Fields>
+Options options_from_json(const std::string& text, Fields fields, const std::string& op) {
+  return validated(fields_from_json(text, fields, op, Options{}), op);
+}
+
 }  // namespace ag

@@ -42,7 +42,7 @@ namespace ag {
 
 // F16 and BF16 (half precision, as Hugging Face ships many models) are read, never written: a
 // file's tensor in either becomes an f32 Tensor as it is loaded (exactly: every half value is a
-// float value), and the GPT import widens them as it reads (train/io/gpt_weights.h).
+// float value), and the GPT import widens them as it reads (models/gpt/gpt_weights.h).
 enum class SafetensorsDType { F32, F64, I64, F16, BF16 };
 const char* safetensors_dtype_name(SafetensorsDType dtype);  // "F32", "F64", "I64", "F16", "BF16"
 // Bytes of one element: 2 for F16 and BF16, 4 for F32, 8 for F64 and I64.
@@ -90,7 +90,7 @@ SafetensorsFile load_safetensors(const std::string& path);
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& name);
 
 // The header of a safetensors file without its data, for readers that copy each tensor
-// straight to where it belongs (train/io/gpt_weights.h): every tensor's name, dtype, shape and
+// straight to where it belongs (models/gpt/gpt_weights.h): every tensor's name, dtype, shape and
 // byte range [begin, end) counted from data_start, checked exactly as load_safetensors checks
 // them (types, shapes against ranges, ranges tiling the data section), and the metadata with
 // its checksums verified. The tensors' checksums are returned for the caller to verify on the

@@ -1,0 +1,122 @@
+// export_gpt: writes a GPT trained here in a layout other tools read: Hugging Face's GPT-2
+// (a directory with model.safetensors and config.json, for transformers' GPT2LMHeadModel) or
+// llm.c's .bin (version 3, float32). models/gpt/gpt_weights.h says what each holds. The input may
+// also be another tool's weights (models/gpt/gpt_load.h), to convert between the layouts:
+//   build/tools/export_gpt --checkpoint gpt2/ --format llmc --out gpt2_124M.bin
+//
+//   build/tools/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format hf --out gpt2-export
+//   build/tools/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format llmc --out model.bin
+//
+// A fine-tuning run's LoRA adapters are merged into the weights they adapt (W + alpha/r B A), so
+// the exported model computes what the checkpoint does. The tokenizer is not exported: a model
+// trained with --tokenizer gpt2 reads GPT-2's, which the other tools have. A file that exists is
+// replaced only with --overwrite; the checkpoint and its base weights never are. Exit codes: 0
+// done, 1 error (a file, a model the format cannot express), 2 bad command line.
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attograd/layers/lora.h"
+#include "attograd/models/gpt/finetune.h"
+#include "attograd/models/gpt/gpt_load.h"
+#include "attograd/models/gpt/gpt_weights.h"
+#include "attograd/train/io/checkpoint.h"
+#include "attograd/train/io/outputs.h"
+#include "common/tool_main.h"
+#include "common/weights_flags.h"
+
+namespace {
+
+using namespace ag;
+
+struct Args {
+  std::string checkpoint, format, out;
+  bool overwrite = false;
+  GPTFileHints hints;  // for weights of another tool (the tokenizer is not needed)
+};
+
+int run(const Args& args) {
+  const GPTExportFormat format = [&] {
+    try {
+      return parse_gpt_export_format(args.format);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--format: ") + e.what());
+    }
+  }();
+  // The files are checked and locked before anything is read: not a directory or a device,
+  // never the checkpoint itself or the base weights an adapter-only checkpoint reads (whatever
+  // --overwrite says), an earlier export or a file of the user's replaced only with --overwrite,
+  // and written by this export alone until it ends.
+  const std::filesystem::path out(args.out);
+  std::vector<OutputFile> files;
+  if (format == GPTExportFormat::hugging_face) {
+    for (const char* name : {"model.safetensors", "config.json"}) files.push_back({"--out", (out / name).string(), OutputKind::file});
+  } else {
+    files.push_back({"--out", args.out, OutputKind::file});
+  }
+  // The weights: a checkpoint of ours, or another tool's file or Hugging Face directory.
+  namespace fs = std::filesystem;
+  std::vector<InputFile> inputs;
+  std::error_code ec;
+  const bool directory = fs::is_directory(args.checkpoint, ec);
+  const std::string weights = directory ? (fs::path(args.checkpoint) / "model.safetensors").string() : args.checkpoint;
+  inputs.push_back({"--checkpoint", weights, InputKind::file});
+  const fs::path config = fs::path(weights).parent_path() / "config.json";
+  if (fs::is_regular_file(config, ec)) inputs.push_back({"--checkpoint's config.json", config.string(), InputKind::file});
+  const bool ours = !(directory && !fs::is_regular_file(weights, ec)) &&
+                    gpt_weights_layout(weights) == GPTWeightsLayout::attograd;
+  std::optional<Checkpoint> checkpoint;
+  if (ours) {
+    checkpoint.emplace(Checkpoint::open(weights));
+    if (checkpoint->has_entry("finetune")) {
+      const std::string base = finetune_options_from(*checkpoint).init_from;
+      if (!base.empty()) inputs.push_back({"the checkpoint's base weights", base, InputKind::file});
+    }
+  }
+  const OutputLocks locks = [&] {
+    try {
+      return prepare_outputs(files, {.overwrite = args.overwrite, .inputs = inputs});
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }();
+  GPTFileHints hints = args.hints;
+  hints.need_tokenizer = false;  // the formats hold no tokenizer
+  const LoadedGPT loaded = ours ? load_gpt_checkpoint(*checkpoint) : load_gpt(args.checkpoint, hints).gpt;
+  const GPTOptions& o = loaded.model->options();
+  // A fine-tuned model's function is its base weight plus the adapters' low-rank update: the
+  // formats hold plain weights, so each W becomes W + (alpha / r) B A before it is written.
+  const int64_t merged = merge_lora(*loaded.model);
+  write_gpt_weights(*loaded.model, format, args.out);
+  std::cout << "wrote " << args.out << (format == GPTExportFormat::hugging_face ? "/model.safetensors and config.json" : "")
+            << ": GPT " << o.n_layers << " layers, " << o.n_head << " heads, d_model " << o.d_model << ", context "
+            << o.block_size << ", vocab " << o.vocab << ", " << loaded.model->num_parameters() << " parameters, "
+            << (format == GPTExportFormat::hugging_face ? "Hugging Face GPT-2 layout" : "llm.c version 3 (float32)");
+  if (merged > 0) std::cout << ", " << merged << " LoRA adapters merged into their weights";
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  CLI::App app{"Writes a GPT checkpoint in Hugging Face's GPT-2 layout (model.safetensors + config.json) or as "
+               "llm.c's .bin.",
+               tool_name(argc, argv, "export_gpt")};
+  app.add_option("--checkpoint", args.checkpoint,
+                 "a checkpoint written by train_gpt, or GPT-2 weights of another tool: a Hugging Face directory or "
+                 "model.safetensors, a nanoGPT state_dict as safetensors, an llm.c .bin")
+      ->required()
+      ->check(nonempty_path());
+  app.add_option("--format", args.format, "hf (a directory: model.safetensors, config.json) or llmc (one .bin file)")
+      ->required();
+  app.add_option("--out", args.out, "the directory (hf) or file (llmc) to write")
+      ->required()
+      ->check(nonempty_path());
+  app.add_flag("--overwrite", args.overwrite, "replace the files of an earlier export (or others of those names)");
+  add_weights_flags(app, args.hints, /*with_tokenizer=*/false);
+  return tool_main(app, argc, argv, [&] { return run(args); });
+}

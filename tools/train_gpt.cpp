@@ -1,0 +1,286 @@
+// train_gpt: trains a small GPT language model on a text (by default Debian's fortunes, one token
+// per character) and prints a sample at every evaluation, so you can watch it learn to spell.
+//
+//   build/tools/train_gpt                                  # the baby model, a few minutes
+//   build/tools/train_gpt --data my.txt --steps 2000 --save runs/my/ckpt.safetensors
+//   build/tools/train_gpt --data bible                     # the King James Bible
+//   build/tools/train_gpt --data part1.txt part2.txt       # several files, joined in order
+//   build/tools/train_gpt --data shards/ --tokenizer gpt2   # token shards (prepare_text, llm.c, nanoGPT)
+//   build/tools/train_gpt --resume runs/train_gpt/fortunes/latest/ckpt.safetensors
+//   build/tools/generate --checkpoint runs/train_gpt/fortunes/latest/ckpt.safetensors --prompt "The "
+//
+// Its checkpoint, metrics log, plot and configuration go to runs/train_gpt/<text>/<n>/ unless
+// --save / --log / --plot say otherwise; a text too short for the context is a usage error (exit 2). What every
+// training program shares is in training_program.h.
+#include <cctype>
+#include <cstdlib>
+#include <optional>
+
+#include "attograd/core/skip_init.h"
+#include "attograd/models/gpt/gpt_memory.h"
+#include "attograd/models/gpt/gpt_weights.h"
+#include "attograd/text/bpe.h"
+#include "attograd/text/corpus.h"
+#include "attograd/text/token_shards.h"
+#include "train_gpt_cli.h"
+
+namespace {
+
+using namespace ag;
+
+// --tokenizer: char and byte from the text, gpt2 from the cache, else a file from train_bpe.
+Tokenizer choose_tokenizer(const std::string& choice, const std::string& text) {
+  if (choice == "char") return Tokenizer::characters(text);
+  if (choice == "byte") return Tokenizer::bytes();
+  return Tokenizer::bpe(choice == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(choice));
+}
+
+// One line on what a fine-tuning run starts from and trains; nothing for a run from scratch.
+std::string describe_finetune(const FineTuneOptions& f, const GPT& model) {
+  if (!f.active()) return {};
+  std::ostringstream os;
+  os << "tune   ";
+  if (f.lora_rank > 0) {
+    os << "LoRA rank " << f.lora_rank << " alpha " << f.lora().alpha << " on";
+    for (const std::string& t : f.lora_targets) os << " " << t;
+    os << ", ";
+  }
+  if (!f.freeze.empty()) {
+    os << "frozen:";
+    for (const std::string& p : f.freeze) os << " " << p;
+    os << ", ";
+  }
+  int64_t trainable = 0;
+  for (const auto& [name, p] : model.trainable_parameters()) trainable += p.numel();
+  os << trainable << " of " << model.num_parameters() << " parameters train"
+     << (f.adapter_only ? ", checkpoints hold only those" : "") << "\n";
+  return os.str();
+}
+
+// Whether --data names token shards: every argument a directory or a *.bin file (see
+// token_shards.h); text and shards together are refused.
+bool data_names_shards(const std::vector<std::string>& data) {
+  size_t shards = 0;
+  for (const std::string& d : data) shards += !is_corpus_name(d) && names_token_shards(d);
+  if (shards > 0 && shards < data.size()) {
+    throw UsageError("--data: token shards (directories, *.bin files) and texts cannot be mixed in one run");
+  }
+  return shards > 0;
+}
+
+// The run directory's name of a shard argument: a directory's own name, a file's stem.
+std::string shard_stem(const std::string& argument) {
+  const std::filesystem::path p(argument);
+  const std::filesystem::path name = p.has_filename() ? p.filename() : p.parent_path().filename();
+  return std::filesystem::is_directory(p) ? name.string() : p.stem().string();
+}
+
+// "3 files (llm.c), 1000000 tokens" for the data line.
+std::string describe_files(const std::vector<ShardInfo>& files) {
+  uint64_t tokens = 0;
+  std::string layouts;
+  for (const ShardInfo& f : files) {
+    tokens += f.tokens;
+    const std::string name = shard_layout_name(f.layout);
+    if (layouts.find(name) == std::string::npos) layouts += (layouts.empty() ? "" : ", ") + name;
+  }
+  return std::to_string(files.size()) + (files.size() == 1 ? " file (" : " files (") + layouts + "), " +
+         std::to_string(tokens) + " tokens";
+}
+
+// A message about "byte offset N" of the joined text, with N told as the source holding it and
+// the offset in that source (read_corpus_sources puts a newline after a text that lacks one).
+std::string in_sources(const std::string& message, const Corpus& corpus, const std::vector<std::string>& sources) {
+  const std::string key = "at byte offset ";
+  const size_t at = message.find(key);
+  if (at == std::string::npos || corpus.parts.size() != sources.size()) return message;
+  const size_t offset = std::strtoull(message.c_str() + at + key.size(), nullptr, 10);
+  size_t start = 0;
+  for (size_t i = 0; i < corpus.parts.size(); ++i) {
+    const size_t end = start + static_cast<size_t>(corpus.parts[i].bytes);
+    if (offset < end) {
+      size_t digits = at + key.size();
+      while (digits < message.size() && std::isdigit(static_cast<unsigned char>(message[digits]))) ++digits;
+      return message.substr(0, at) + "in --data '" + sources[i] + "' at byte offset " + std::to_string(offset - start) +
+             message.substr(digits);
+    }
+    start = end + (end > 0 && end < corpus.text.size() && corpus.text[end - 1] != '\n' ? 1 : 0);
+  }
+  return message;
+}
+
+int run(const TrainGPTArgs& a) {
+  TrainingRun run(a, "gpt");
+  const Checkpoint* ck = run.checkpoint();
+  const TrainerOptions& t = run.trainer;
+  const std::vector<std::string> sources = a.data.empty() ? std::vector<std::string>{"fortunes"} : a.data;
+  const bool on_shards = data_names_shards(a.data);
+  const Corpus corpus = on_shards ? Corpus{} : read_corpus_sources(sources);
+  const std::string& text = corpus.text;
+  // What the messages and the run's directory call the text: "fortunes", "kjv.txt", "a.txt + b.txt".
+  std::string data, data_stem;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    data += (i > 0 ? " + " : "") + sources[i];
+    data_stem += (i > 0 ? "+" : "") + (is_corpus_name(sources[i]) ? sources[i]
+                                       : on_shards                ? shard_stem(sources[i])
+                                                                  : std::filesystem::path(sources[i]).stem().string());
+  }
+  // A fine-tuning run takes its model and tokenizer from its base (--init-from) when the base is
+  // an attograd checkpoint; the other layouts hold weights only, which the flags or --preset
+  // describe. A resumed run takes them from its checkpoint.
+  const FineTuneOptions finetune = ck ? finetune_options_from(*ck) : a.finetune;
+  const bool from_base = !ck && !finetune.init_from.empty() &&
+                         gpt_weights_layout(finetune.init_from) == GPTWeightsLayout::attograd;
+  std::optional<Checkpoint> base;  // such a base, opened (read and checked) once
+  if (from_base) base.emplace(Checkpoint::open(finetune.init_from));
+  // Shards made by prepare_text record their tokenizer: it is the run's unless something else
+  // chose one (--tokenizer, --preset, a base's config.json, the checkpoint), which must then be
+  // the same. llm.c's and nanoGPT's files record none, and need --tokenizer.
+  const ShardFormat shard_format = a.shard_format == "nanogpt" ? ShardFormat::nanogpt : ShardFormat::headed;
+  const std::string recorded = on_shards ? shard_set_tokenizer(a.data, shard_format) : "";
+  const bool tokenizer_chosen = a.tokenizer_given || a.tokenizer != "char";
+  if (on_shards && !ck && !base && a.tokenizer == "char" && (a.tokenizer_given || recorded.empty())) {
+    throw UsageError("--data '" + data + "' names token shards" +
+                     (recorded.empty() ? " that do not record their tokenizer (llm.c's or nanoGPT's layout): give the "
+                                         "--tokenizer they were made with (byte, gpt2 or a vocabulary file of train_bpe)"
+                                       : ": a character tokenizer is built from a text; leave --tokenizer out to use "
+                                         "the one the shards record"));
+  }
+  const Tokenizer tokenizer = [&] {
+    if (ck) return gpt_tokenizer_from(*ck);
+    if (base) return gpt_tokenizer_from(*base);
+    if (!recorded.empty() && !tokenizer_chosen) return Tokenizer::from_json(recorded);
+    try {
+      return choose_tokenizer(a.tokenizer, text);  // a character vocabulary reads the whole text
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(in_sources(e.what(), corpus, sources));
+    }
+  }();
+  if (!recorded.empty() && Tokenizer::from_json(recorded).to_json() != tokenizer.to_json()) {
+    const std::string chosen = ck ? "the checkpoint's, '" + ck->path() + "'"
+                               : base ? "the base's, '" + finetune.init_from + "'"
+                               : a.tokenizer_given ? "--tokenizer " + a.tokenizer
+                                                   : "GPT-2's, which --preset or --init-from implies";
+    throw std::invalid_argument("--data '" + data + "': the shards were made by a " + describe_tokenizer_json(recorded) +
+                                "; this run's tokenizer (" + chosen + ") is a " + describe_tokenizer(tokenizer) +
+                                " (make the shards again with prepare_text --tokenizer of the run, or leave --tokenizer "
+                                "out)");
+  }
+  GPTOptions m = ck ? gpt_options_from(*ck) : base ? gpt_options_from(*base) : a.model;
+  if (!ck && !a.preset.empty() && tokenizer.vocab_size() != gpt_preset(a.preset).vocab) {
+    throw UsageError("--preset " + a.preset + ": GPT-2's models read " + std::to_string(gpt_preset(a.preset).vocab) +
+                     " tokens, the " + tokenizer.kind_name() + " tokenizer has " + std::to_string(tokenizer.vocab_size()) +
+                     " (use --tokenizer gpt2, or give the model's size with --layers, --heads, --d-model, --block-size)");
+  }
+  m.vocab = tokenizer.vocab_size();
+  GPTJobOptions options = ck ? gpt_job_options_from(*ck, a.job) : a.job;
+  run.check_fits(options.batch, estimate_training_memory(m, options.batch, t),
+                   "the size is driven by --d-model, --layers and the vocabulary (parameters and optimizer state) "
+                   "and by --batch, --block-size and --heads (activations)");
+  // Shards are mapped and their headers checked here, before anything is written; a text is
+  // tokenized whole.
+  std::optional<ShardSet> shards;
+  std::vector<int64_t> tokens;
+  if (on_shards) {
+    shards.emplace(open_shard_set(a.data, tokenizer.vocab_size(), options.train_fraction, shard_format));
+    for (const auto& [part, size] : {std::pair{"training", shards->train.size()}, {"validation", shards->val.size()}}) {
+      if (size < static_cast<uint64_t>(m.block_size) + 1) {
+        throw UsageError("--data '" + data + "': the " + part + " tokens are " + std::to_string(size) +
+                         ", fewer than --block-size " + std::to_string(m.block_size) + " + 1 = " +
+                         std::to_string(m.block_size + 1) + " (give more data or lower --block-size)");
+      }
+    }
+  } else {
+    try {
+      tokens = tokenizer.encode(text);
+    } catch (const std::invalid_argument& e) {
+      // The tokenizer speaks of the joined text: say which source, where in it, and on a resume
+      // which texts the checkpoint's tokenizer was built from.
+      const std::string trained_on = ck ? gpt_data_sources(*ck) : "";
+      throw std::invalid_argument(in_sources(e.what(), corpus, sources) +
+                                  (trained_on.empty() ? "" : "; the checkpoint's run read " + trained_on));
+    }
+    if (static_cast<int64_t>(tokens.size()) < m.block_size + 1) {
+      throw UsageError("--data '" + data + "': the text is " + std::to_string(tokens.size()) +
+                       " tokens long, shorter than --block-size " + std::to_string(m.block_size) + " + 1 = " +
+                       std::to_string(m.block_size + 1) + " (give more text or lower --block-size)");
+    }
+  }
+  if (options.eval_stride > m.block_size) {
+    throw UsageError("--eval-stride " + std::to_string(options.eval_stride) + " is longer than the window, the context of " +
+                     std::to_string(m.block_size) + " tokens: the tokens between two windows would not be scored");
+  }
+  // Fine-tuning options that cannot be are refused before anything is written.
+  if (!ck && finetune.active()) validate_finetune(m, finetune);
+  std::ostringstream title, about;
+  title << "GPT on " << data_stem << ": " << m.n_layers << " layers, d_model " << m.d_model << ", context "
+        << m.block_size;
+  // The base's weights are read before the run's directory exists: a file that does not fit
+  // leaves nothing behind. They are all the file's, so none is drawn first; the adapters are
+  // drawn after prepare() has seeded the generator, as a fresh model is.
+  const bool load_base = !ck && !finetune.init_from.empty();
+  std::optional<GPT> model;
+  std::string init;
+  if (load_base) {
+    {
+      const SkipInitGuard no_init;
+      model.emplace(m);
+    }
+    const GPTWeightsLayout layout = load_initial_weights(finetune.init_from, *model, base ? &*base : nullptr);
+    base.reset();  // its bytes are in the model now
+    init = std::string("init   ") + gpt_weights_layout_name(layout) + " weights from " + finetune.init_from + "\n";
+  }
+  run.prepare(data_stem, title.str());
+
+  if (!model) model.emplace(m);
+  if (ck) {
+    restore_finetune(*ck, *model);
+    if (ck->has_entry("finetune")) options.finetune = ck->entry("finetune");
+  } else if (finetune.active()) {
+    options.finetune = prepare_finetune(*model, finetune, /*base_loaded=*/load_base);
+  }
+  run.save_trainable_only(finetune.adapter_only);
+  // A checkpoint written before the data entry named the sources resumes without them: its
+  // entry is the old one, and the token checksum alone still refuses another text.
+  const bool record_sources = !ck || gpt_data_names_corpus(*ck);
+  std::optional<GPTJob> job_storage;
+  if (shards) {
+    about << "data   " << data << ": token shards, train " << describe_files(shards->train_files);
+    if (shards->val_is_tail) {
+      about << " of which the last " << shards->val.size() << " validate (no validation file)";
+    } else {
+      about << ", validation " << describe_files(shards->val_files);
+    }
+    about << ", read in order; " << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n";
+    job_storage.emplace(*model, tokenizer, std::move(*shards), options);
+  } else {
+    job_storage.emplace(*model, tokenizer, tokens, options, record_sources ? corpus.parts : std::vector<CorpusPart>{});
+    const TextSplit& split = job_storage->data();
+    about << "data   " << data << ": " << text.size() << " bytes, " << split.train.size() + split.val.size()
+          << " tokens (" << split.train.size() << " train, " << split.val.size() << " validation), "
+          << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n";
+  }
+  GPTJob& job = *job_storage;
+  about
+        << "model  GPT " << m.n_layers << " layers, " << m.n_head << " heads, d_model " << m.d_model << ", context "
+        << m.block_size << ", dropout " << m.dropout << (m.bias ? "" : ", no biases") << ", "
+        << model->num_parameters() << " parameters" << (m.activation == Activation::gelu ? "" : ", tanh GELU") << "\n"
+        << init << describe_finetune(finetune, *model)
+        << describe_training(t, "batch " + std::to_string(options.batch) + ", " + std::to_string(t.steps) +
+                                    " steps, seed " + std::to_string(options.seed));
+  const TrainSummary s = run.train(job, about.str());
+
+  std::cout << std::fixed << std::setprecision(4) << "final train loss " << s.train_loss << ", validation loss "
+            << s.eval.loss << " (nats per token), " << s.eval.bits_per_byte << " bits per byte\n";
+  if (a.eval_full && !s.interrupted) {
+    // Each process alone reads the whole split: the same number on every rank, rank 0 prints it.
+    const SplitLoss whole = job.evaluate_whole_split();
+    std::cout << "validation loss over the whole split: " << whole.loss << " over " << whole.windows << " windows, "
+              << whole.bits_per_byte << " bits per byte\n";
+  }
+  return run.finish(s, ", sample with generate --checkpoint " + run.checkpoint_path());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return ag::training_program_main<ag::TrainGPTArgs>(argc, argv, run); }
