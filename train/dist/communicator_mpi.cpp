@@ -271,7 +271,15 @@ std::vector<std::string> Communicator::all_gather(const std::string& s) {
 void Communicator::abort(const std::string& message, int code) {
   std::fprintf(stderr, "%s\n", abort_line(message).c_str());
   std::fflush(stderr);
-  if (mpi_) MPI_Abort(MPI_COMM_WORLD, code);
+  if (mpi_) {
+    // A check every rank makes fails on every rank at once. Several MPI_Abort reports arriving
+    // together can crash OpenMPI 4's mpirun as it merges their notices (a segfault in
+    // show_help.c, the job's exit status 139 instead of `code`): the ranks after the first wait
+    // a moment, so that the lowest failing rank's abort ends the job while they wait.
+    const int r = rank();
+    if (r > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100 * std::min(r, 10)));
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
   std::exit(code);
 }
 
