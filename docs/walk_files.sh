@@ -29,19 +29,28 @@ cd "$work"
 small=(--layers 1 --heads 2 --d-model 32 --block-size 16 --batch 4 --steps 2 --eval-every 2 --eval-windows 4
        --warmup 0 --threads 1 --quiet --save ck.safetensors)
 count() {  # count OUT LABEL: the project's files with code that ran, from a callgrind output
-  callgrind_annotate --inclusive=no --threshold=100 "$1" 2>/dev/null |
+  callgrind_annotate --inclusive=no --threshold=100 --auto=no "$1" 2>/dev/null |
     python3 -c '
 import os, re, sys
-src, build = sys.argv[1], sys.argv[2]
+src, build = sys.argv[1], os.path.realpath(sys.argv[2])
 files = set()
 for line in sys.stdin:
-    m = re.match(r"\s*[\d,]+\s+\([^)]*\)\s+(\S+?):", line) or re.match(r"\s*[\d,]+\s+(\S+?):", line)
-    if not m or m.group(1) == "???":
+    # "1,234 (0.5%)  /path/of/file.cpp:function [object]", one line per function that ran
+    m = re.match(r"\s*[\d,]+\s+\([^)]*\)\s+(/\S+?):", line)
+    # a file whose only code that ran is its static initialisation (at load) is not followed
+    if not m or "__static_initialization_and_destruction" in line or "_GLOBAL__sub_I_" in line:
         continue
-    path = os.path.realpath(os.path.join(build, m.group(1)))
-    if path.startswith(src + "/"):
+    path = os.path.realpath(m.group(1))  # include roots are links to the sources
+    if path.startswith(src + "/") and not path.startswith(build + "/") and os.path.isfile(path):
         files.add(os.path.relpath(path, src))
-print(len(files), " ".join(sorted(files)) if "-v" in sys.argv else "")
+folders = {}
+for f in files:
+    parts = f.split("/")
+    key = "/".join(parts[:2]) if parts[0] in ("models", "train") and len(parts) > 2 else parts[0]
+    folders[key] = folders.get(key, 0) + 1
+print(len(files), "(" + ", ".join(f"{k} {v}" for k, v in sorted(folders.items())) + ")")
+if "-v" in sys.argv:
+    print(" ".join(sorted(files)))
 ' "$src" "$build" ${VERBOSE:+-v}
 }
 valgrind --tool=callgrind --callgrind-out-file=step.out --collect-atstart=no \
