@@ -200,15 +200,16 @@ int run(const TrainGPTArgs& a) {
       throw std::invalid_argument(in_sources(e.what(), corpus, sources) +
                                   (trained_on.empty() ? "" : "; the checkpoint's run read " + trained_on));
     }
-    if (static_cast<int64_t>(tokens.size()) < m.block_size + 1) {
-      throw UsageError("--data '" + data + "': the text is " + std::to_string(tokens.size()) +
-                       " tokens long, shorter than --block-size " + std::to_string(m.block_size) + " + 1 = " +
-                       std::to_string(m.block_size + 1) + " (give more text or lower --block-size)");
+    try {
+      check_long_enough("whole", tokens.size(), m.block_size);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError("--data '" + data + "': " + e.what());
     }
   }
-  if (options.eval_stride > m.block_size) {
-    throw UsageError("--eval-stride " + std::to_string(options.eval_stride) + " is longer than the window, the context of " +
-                     std::to_string(m.block_size) + " tokens: the tokens between two windows would not be scored");
+  try {
+    check_against_model(options, m);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--eval-stride / --block-size: ") + e.what());
   }
   // Fine-tuning options that cannot be are refused before anything is written.
   if (!ck && finetune.active()) validate_finetune(m, finetune);

@@ -24,14 +24,6 @@ namespace ag {
 
 namespace {
 
-void check_long_enough(const char* part, size_t tokens, int64_t block_size) {
-  if (static_cast<int64_t>(tokens) < block_size + 1) {
-    throw std::invalid_argument(std::string("GPTJob: the ") + part + " text has " + std::to_string(tokens) +
-                                " tokens, fewer than block_size + 1 = " + std::to_string(block_size + 1) +
-                                " (lower the block size or give more text)");
-  }
-}
-
 // The "data" entry: the trajectory options and a fingerprint of the token stream (resuming on
 // another text, or another tokenisation of it, would silently train a different run).
 constexpr auto kDataFields = [](auto& o, auto&& field) {
@@ -135,6 +127,22 @@ GPTJob::GPTJob(GPT& model, Tokenizer tokenizer, ShardSet shards, const GPTJobOpt
   set_prompt(first);
 }
 
+void check_long_enough(const char* part, size_t tokens, int64_t block_size) {
+  if (static_cast<int64_t>(tokens) < block_size + 1) {
+    throw std::invalid_argument(std::string("GPTJob: the ") + part + " text has " + std::to_string(tokens) +
+                                " tokens, fewer than block_size + 1 = " + std::to_string(block_size + 1) +
+                                " (lower the block size or give more text)");
+  }
+}
+
+void check_against_model(const GPTJobOptions& options, const GPTOptions& model) {
+  if (options.eval_stride > model.block_size) {
+    throw std::invalid_argument("GPTJob: eval_stride " + std::to_string(options.eval_stride) +
+                                " is longer than the window, block_size " + std::to_string(model.block_size) +
+                                ": the tokens between two windows would not be scored");
+  }
+}
+
 void GPTJob::check_options() const {
   validate(options_);
   const GPTOptions& m = model_.options();
@@ -142,10 +150,7 @@ void GPTJob::check_options() const {
     throw std::invalid_argument("GPTJob: the model's vocab " + std::to_string(m.vocab) + " differs from the " +
                                 tokenizer_.kind_name() + " tokenizer's " + std::to_string(tokenizer_.vocab_size()));
   }
-  if (options_.eval_stride > m.block_size) {
-    throw std::invalid_argument("GPTJob: eval_stride " + std::to_string(options_.eval_stride) +
-                                " is longer than the window, block_size " + std::to_string(m.block_size));
-  }
+  check_against_model(options_, m);
 }
 
 void GPTJob::set_prompt(int64_t first_token) {

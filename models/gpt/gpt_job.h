@@ -68,6 +68,13 @@ struct GPTJobOptions {
 // Throws std::invalid_argument naming the first bad option and its value.
 void validate(const GPTJobOptions& options);
 
+// What GPTJob checks of its options against the model and of its text, callable before anything
+// is built (a program's early checks call these instead of repeating them): eval_stride within
+// the window, and a text (or a `part` of one: "whole", "validation part of the") of at least
+// block_size + 1 tokens. std::invalid_argument naming the values.
+void check_against_model(const GPTJobOptions& options, const GPTOptions& model);
+void check_long_enough(const char* part, size_t tokens, int64_t block_size);
+
 // The mean loss over a whole validation split (nats per token and bits per byte of text), and
 // the windows it was taken over.
 struct SplitLoss {

@@ -427,3 +427,10 @@ BIN=$GENERATE run error "contradicts|n_head is 2" "generate --checkpoint <an HF 
   --checkpoint "$G9/hf-export" --tokenizer byte --heads 4 --prompt x --tokens 2
 BIN=$GENERATE run ok "" "generate --checkpoint <an HF directory> --tokenizer byte (the shape from config.json)" \
   --checkpoint "$G9/hf-export" --tokenizer byte --prompt x --tokens 2
+# train_gpt's early checks are the job's own (check_long_enough, check_against_model), named by flag.
+printf 'too short' >"$G9/short.txt"
+BIN=$GPT run usage "--data|short.txt|9 tokens, fewer than block_size + 1 = 17" \
+  "train_gpt --data <a text of 9 bytes> --block-size 16" \
+  --data "$G9/short.txt" --tokenizer byte --layers 1 --d-model 16 --heads 2 --block-size 16 --steps 1
+BIN=$GPT run usage "--eval-stride|eval_stride 17 is longer than the window, block_size 16" \
+  "train_gpt --eval-stride 17 --block-size 16" "${TINY[@]}" --eval-stride 17
