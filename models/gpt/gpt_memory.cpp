@@ -1,8 +1,5 @@
 #include "attograd/models/gpt/gpt_memory.h"
 
-#include <algorithm>
-#include <utility>
-
 namespace ag {
 
 using namespace memory;

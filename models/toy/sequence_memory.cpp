@@ -1,7 +1,6 @@
 #include "attograd/models/toy/sequence_memory.h"
 
 #include <algorithm>
-#include <utility>
 
 namespace ag {
 
