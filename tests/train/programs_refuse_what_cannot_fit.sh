@@ -27,7 +27,10 @@ expect_refusal train_seq2seq --d-ff --d-model 16384 --d-ff 65536 --heads 8
 # turns a missed estimate into a quick failure here rather than a machine swapping; not under
 # AddressSanitizer, whose shadow memory alone needs terabytes of address space).
 (
-  ldd "$build/tools/train_seq2seq" 2>/dev/null | grep -q libasan || ulimit -v $((8 * 1024 * 1024))
+  # ldd's whole output first: grep -q stops reading at the first match, and under pipefail the
+  # SIGPIPE that ends ldd would read as "no libasan".
+  linked=$(ldd "$build/tools/train_seq2seq" 2>/dev/null || true)
+  grep -q libasan <<<"$linked" || ulimit -v $((8 * 1024 * 1024))
   before=$failures
   expect_refusal train_seq2seq "held-out set" --batch 1 --max-len 1024 --eval-sequences 1048576
   [ "$failures" -eq "$before" ]
