@@ -41,9 +41,14 @@ echo "$(cd "$src" && grep -rh '#include "attograd' tools | sort -u | wc -l) dist
 
 echo "== 2. tools/evaluate.cpp built from the install"
 cp -r "$src/tools/common" "$src/tools/evaluate.cpp" "$work/"
+# A sanitizer build of the library needs a program built with the same sanitizers.
+sanitize=$(meson introspect "$build" --buildoptions |
+  python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "b_sanitize"))')
+sanitizer_flags=()
+[ "$sanitize" = none ] || sanitizer_flags=(-fsanitize="$sanitize")
 # shellcheck disable=SC2046  # pkg-config prints several flags
-(cd "$work" && "${CXX:-c++}" -std=c++20 -O0 -DATTOGRAD_VERSION='"install-test"' evaluate.cpp -o evaluate \
-   $(pkg-config --cflags --libs attograd-models CLI11))
+(cd "$work" && "${CXX:-c++}" -std=c++20 -O0 "${sanitizer_flags[@]}" -DATTOGRAD_VERSION='"install-test"' evaluate.cpp \
+   -o evaluate $(pkg-config --cflags --libs attograd-models CLI11))
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 loaded=$(ldd "$work/evaluate" | grep libattograd)
 echo "$loaded"
