@@ -65,16 +65,20 @@ cat "$work/err.txt"
   { echo "tools_build_from_the_install: the staged evaluate did not refuse a missing checkpoint by name" >&2; exit 1; }
 
 echo "== 3. what the framework's library links"
+# Each ldd output is read whole before it is searched: grep -q leaving at its first match can end
+# ldd with SIGPIPE, which pipefail would report as no match.
 framework=$(find "$build" -maxdepth 1 -name 'libattograd.so' -print -quit)
-ldd "$framework" | sed 's/^/  /'
-if ldd "$framework" | grep -q pcre2; then
+framework_links=$(ldd "$framework")
+text_links=$(ldd "$build/libattograd-text.so")
+sed 's/^/  /' <<<"$framework_links"
+if grep -q pcre2 <<<"$framework_links"; then
   echo "tools_build_from_the_install: libattograd.so links PCRE2; only libattograd-text should" >&2
   exit 1
 fi
-ldd "$build"/libattograd-text.so | grep -q pcre2 || { echo "libattograd-text.so does not link PCRE2" >&2; exit 1; }
+grep -q pcre2 <<<"$text_links" || { echo "libattograd-text.so does not link PCRE2" >&2; exit 1; }
 mpi=$(meson introspect "$build" --buildoptions |
   python3 -c 'import json, sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "mpi"))')
-if [ "$mpi" = disabled ] && ldd "$framework" | grep -q libmpi; then
+if [ "$mpi" = disabled ] && grep -q libmpi <<<"$framework_links"; then
   echo "tools_build_from_the_install: a build configured with -Dmpi=disabled links MPI" >&2
   exit 1
 fi
