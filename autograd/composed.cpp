@@ -43,6 +43,26 @@ Variable layer_norm(const Variable& x, const Variable& w, const Variable& b, int
   return y;
 }
 
+Variable rms_norm(const Variable& x, const Variable& w, double eps) {
+  Variable y = x * pow(mean(x * x, {-1}, true) + eps, -0.5);
+  if (w.defined()) y = y * w;
+  return y;
+}
+
+// The tables' rows offset .. offset + T - 1 as (1, T, 1, D/2) constants, so they broadcast
+// over the batch and the heads.
+Variable rotary_embedding(const Variable& x, const Tensor& cos, const Tensor& sin, int64_t offset) {
+  const int64_t T = x.shape()[1], half = x.shape()[3] / 2;
+  const auto rows = [&](const Tensor& table) {
+    return Variable(table.narrow(0, offset, T).contiguous().reshape({1, T, 1, half}));
+  };
+  const Variable c = concat({rows(cos), rows(cos)}, -1), s = concat({rows(sin), rows(sin)}, -1);
+  const Variable rotated = concat({neg(slice(x, -1, half, 2 * half)), slice(x, -1, 0, half)}, -1);
+  return x * c + rotated * s;
+}
+
+Variable swiglu(const Variable& gate, const Variable& up) { return silu(gate) * up; }
+
 // log_softmax, then the target's log-probability picked by a one-hot mask.
 Variable cross_entropy(const Variable& logits, const Indices& targets, const CrossEntropyOptions& o) {
   const int64_t classes = logits.shape()[-1];
@@ -70,10 +90,19 @@ Variable cross_entropy(const Variable& logits, const Indices& targets, const Cro
 }
 
 // matmul + masked_fill + softmax (+ dropout) + matmul, from the primitives.
-Variable scaled_dot_product_attention(const Variable& q, const Variable& k, const Variable& v,
+Variable scaled_dot_product_attention(const Variable& q, const Variable& k_in, const Variable& v_in,
                                       const AttentionMask& mask, const Variable& bias, const AttentionOptions& o) {
   const Tensor keep = mask.empty() ? Tensor() : mask.keep_tensor().to(q.dtype());
   const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(q.shape()[3]));
+  // Grouped-query attention: each key/value head serves H / Hkv query heads; here each is
+  // copied once per query head (the fused op reads the shared head in place).
+  const auto per_query_head = [&](const Variable& t) {
+    const int64_t B = t.shape()[0], Hkv = t.shape()[1], groups = q.shape()[1] / Hkv;
+    if (groups == 1) return t;
+    const Shape spread{B, Hkv, groups, t.shape()[2], t.shape()[3]};
+    return reshape(expand(unsqueeze(t, 2), spread), {B, Hkv * groups, t.shape()[2], t.shape()[3]});
+  };
+  const Variable k = per_query_head(k_in), v = per_query_head(v_in);
   Variable scores = matmul(q, transpose(k, -2, -1)) * scale;
   if (bias.defined()) scores = scores + bias;
   if (keep.defined()) {

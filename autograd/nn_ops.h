@@ -41,6 +41,30 @@ Variable int8_linear(const Variable& x, const Int8Matrix& q, const Variable& wei
 Variable layer_norm(const Variable& x, const Variable& weight, const Variable& bias, int64_t normalized_dims,
                     double eps = 1e-5);
 
+// ---- rms norm (ops/rms_norm.cpp) ----
+// x: (..., n) -> same shape, y = x / sqrt(mean over the last axis of x^2 + eps) * weight.
+// weight: (n,) or undefined (no scale). Llama's RMSNorm (Hugging Face's LlamaRMSNorm: the
+// mean of squares, eps inside the square root, then the weight). Saves x (contiguous) and one
+// rstd per row. Composed twin: x * pow(mean(x * x, {-1}, true) + eps, -0.5) * weight.
+Variable rms_norm(const Variable& x, const Variable& weight, double eps = 1e-6);
+
+// ---- rotary position embedding (ops/rotary.cpp) ----
+// x: (B, T, H, D), D even -> (B, T, H, D): the head vectors of position p = offset + t turned
+// by the angles p * inv_freq[i] in the "rotate half" layout (element i pairs with i + D/2),
+// Hugging Face's apply_rotary_pos_emb:
+//   y = x * cos + rotate_half(x) * sin,   rotate_half(x) = concat(-x[D/2:], x[:D/2])
+// cos, sin: (positions, D/2) tables in x's dtype (layers/rotary.h makes them from theta and
+// the scaling); row p holds cos / sin of p * inv_freq. offset: the first position (the number
+// of positions a KV cache already holds). Backward turns the gradient back; it saves nothing
+// but the tables. Composed twin: the formula above with slice, concat, mul and add.
+Variable rotary_embedding(const Variable& x, const Tensor& cos, const Tensor& sin, int64_t offset = 0);
+
+// ---- swiglu (ops/swiglu.cpp) ----
+// gate, up: the same shape -> silu(gate) * up, the gated unit of a SwiGLU feed-forward
+// network: down(swiglu(gate(x), up(x))). Saves gate and up, not silu(gate). Composed twin:
+// silu(gate) * up.
+Variable swiglu(const Variable& gate, const Variable& up);
+
 // ---- dropout (ops/dropout.cpp) ----
 // Inverted dropout: each element is kept with probability 1 - p and scaled by 1 / (1 - p).
 // Identity when !training or p == 0 (returns x itself and draws nothing); zero when p == 1.

@@ -30,6 +30,8 @@ Variable relu(const Variable& x);
 Variable gelu(const Variable& x);  // exact (erf) form, PyTorch's default
 // GPT-2's tanh approximation, PyTorch's F.gelu(x, approximate='tanh') (HF's "gelu_new").
 Variable gelu_tanh(const Variable& x);
+// x * sigmoid(x) (Llama's "silu"; swiglu in nn_ops.h fuses it with the gate's product).
+Variable silu(const Variable& x);
 
 inline Variable operator+(const Variable& a, const Variable& b) { return add(a, b); }
 inline Variable operator-(const Variable& a, const Variable& b) { return sub(a, b); }

@@ -18,7 +18,7 @@ namespace ag::kernels {
 // ---- elementwise ----
 // gelu is the exact form x Phi(x); gelu_tanh GPT-2's approximation
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, gelu_tanh, abs, square, reciprocal };
+enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, gelu, gelu_tanh, silu, abs, square, reciprocal };
 inline constexpr double kGeluTanhScale = std::numbers::sqrt2 * std::numbers::inv_sqrtpi;  // sqrt(2 / pi)
 inline constexpr double kGeluTanhCubic = 0.044715;
 const char* unary_name(UnaryOp op);

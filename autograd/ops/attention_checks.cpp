@@ -22,9 +22,14 @@ void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v,
     throw std::invalid_argument(op + ": dtypes differ: q=" + dtype_name(q.dtype()) + " k=" +
                                 dtype_name(k.dtype()) + " v=" + dtype_name(v.dtype()) + " (" + shapes + ")");
   }
-  if (q.shape()[0] != k.shape()[0] || q.shape()[0] != v.shape()[0] || q.shape()[1] != k.shape()[1] ||
-      q.shape()[1] != v.shape()[1]) {
-    throw std::invalid_argument(op + ": batch and head dimensions (B, H) differ: " + shapes);
+  if (q.shape()[0] != k.shape()[0] || q.shape()[0] != v.shape()[0]) {
+    throw std::invalid_argument(op + ": batch dimensions B differ: " + shapes);
+  }
+  // Grouped-query attention: k and v may have fewer heads, each shared by a group of query heads.
+  if (k.shape()[1] != v.shape()[1] || k.shape()[1] == 0 || q.shape()[1] % k.shape()[1] != 0) {
+    throw std::invalid_argument(op + ": k and v need the same number of heads, one that divides q's (H = " +
+                                std::to_string(q.shape()[1]) + " query heads in groups over H_kv key/value heads): " +
+                                shapes);
   }
   if (q.shape()[3] != k.shape()[3]) {
     throw std::invalid_argument(op + ": query and key depths Dk differ: " + shapes);
@@ -95,16 +100,18 @@ void check_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
                               const Tensor& weights, bool want_q, bool want_k, bool want_scores) {
   // Shapes come from whichever operands were saved: q is needed only for dk, k only for dq.
   const bool want_scores_path = want_q || want_k || want_scores;
-  // t is (B, H, length, D) with the weights' B and H.
-  const auto fits = [&](const Tensor& t, int64_t length) {
-    return t.defined() && t.dim() == 4 && t.shape()[0] == weights.shape()[0] && t.shape()[1] == weights.shape()[1] &&
-           t.shape()[2] == length;
+  // t is (B, H, length, D) with the weights' B and H, or for keys and values (kv) H_kv heads that
+  // divide H (grouped-query attention).
+  const auto fits = [&](const Tensor& t, int64_t length, bool kv = false) {
+    const bool heads_ok = kv ? t.defined() && t.dim() == 4 && t.shape()[1] > 0 && weights.shape()[1] % t.shape()[1] == 0
+                             : t.defined() && t.dim() == 4 && t.shape()[1] == weights.shape()[1];
+    return heads_ok && t.shape()[0] == weights.shape()[0] && t.shape()[2] == length;
   };
   const bool weights_ok = weights.defined() && weights.dim() == 4;
-  if (!weights_ok || !fits(g, weights.shape()[2]) || (want_q && !fits(k, weights.shape()[3])) ||
+  if (!weights_ok || !fits(g, weights.shape()[2]) || (want_q && !fits(k, weights.shape()[3], true)) ||
       (want_k && !fits(q, weights.shape()[2])) ||
-      (want_scores_path && (!fits(v, weights.shape()[3]) || v.shape()[3] != g.shape()[3])) ||
-      (want_q && want_k && q.shape()[3] != k.shape()[3])) {
+      (want_scores_path && (!fits(v, weights.shape()[3], true) || v.shape()[3] != g.shape()[3])) ||
+      (want_q && want_k && (q.shape()[3] != k.shape()[3] || k.shape()[1] != v.shape()[1]))) {
     throw std::invalid_argument(std::string(kOp) + "_backward: gradient " + shape_or_undefined(g) +
                                 " or saved operands do not match the weights " + shape_or_undefined(weights));
   }

@@ -128,6 +128,15 @@ std::vector<T> scratch_if(bool needed, int64_t elems) {
   return std::vector<T>(needed ? static_cast<size_t>(elems) : 0);
 }
 
+// dst (rows, cols), row stride ld, += src (rows, cols) contiguous: a grouped-query head's
+// gradient gathering its query heads' parts.
+template <typename T>
+void add_matrix(T* dst, int64_t ld, const T* src, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) dst[r * ld + c] += src[r * cols + c];
+  }
+}
+
 // A (B, H, T, D) result laid out in memory as (B, T, H, D), returned as the permuted view.
 // Multi-head attention moves the heads back beside each other ((B, T, H * D) for the output
 // projection, and q, k and v come from (B, T, H * D) projections), so with this layout the

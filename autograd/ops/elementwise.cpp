@@ -70,6 +70,14 @@ Tensor gelu_tanh_backward(const Tensor& x, const Tensor& g) {
   });
 }
 
+// silu(x) = x s with s = sigmoid(x), so silu'(x) = s + x s (1 - s) = s (1 + x (1 - s)).
+Tensor silu_backward(const Tensor& x, const Tensor& g) {
+  return unary_backward("silu_backward", x, g, []<typename T>(T v, T d) {
+    const T s = 1 / (1 + vec_exp(-v));
+    return d * (s * (1 + v * (1 - s)));
+  });
+}
+
 Tensor tanh_backward(const Tensor& y, const Tensor& g) {
   return unary_backward("tanh_backward", y, g, []<typename T>(T v, T d) { return d * (1 - v * v); });
 }
@@ -236,6 +244,12 @@ Variable gelu_tanh(const Variable& x) {
   const Tensor x_val = x.value();
   return make_result("gelu_tanh", kernels::unary(UnaryOp::gelu_tanh, x_val), {x},
                      [x_val](const Tensor& g, GradSink& grads) { grads.add(0, kernels::gelu_tanh_backward(x_val, g)); });
+}
+
+Variable silu(const Variable& x) {
+  const Tensor x_val = x.value();
+  return make_result("silu", kernels::unary(UnaryOp::silu, x_val), {x},
+                     [x_val](const Tensor& g, GradSink& grads) { grads.add(0, kernels::silu_backward(x_val, g)); });
 }
 
 }  // namespace ag

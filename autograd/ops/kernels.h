@@ -22,6 +22,7 @@ namespace ag::kernels {
 Tensor relu_backward(const Tensor& x, const Tensor& g);     // g * (x > 0)
 Tensor gelu_backward(const Tensor& x, const Tensor& g);     // g * gelu'(x)
 Tensor gelu_tanh_backward(const Tensor& x, const Tensor& g);  // g * gelu_tanh'(x)
+Tensor silu_backward(const Tensor& x, const Tensor& g);     // g * silu'(x)
 Tensor tanh_backward(const Tensor& y, const Tensor& g);     // g * (1 - y^2)
 Tensor sigmoid_backward(const Tensor& y, const Tensor& g);  // g * y * (1 - y)
 
@@ -52,6 +53,33 @@ struct LayerNormGrads {
 LayerNormGrads layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                                    const Tensor& weight, int64_t normalized_dims, bool want_x, bool want_weight,
                                    bool want_bias);
+
+// ---- rms norm (ops/rms_norm.cpp) ----
+// x: (..., n) -> y of the same shape; rstd: (...) = 1 / sqrt(mean(x^2) + eps) per row, in x's
+// dtype. weight: (n,) or undefined.
+struct RmsNormForward {
+  Tensor y, rstd;
+};
+RmsNormForward rms_norm_forward(const Tensor& x, const Tensor& weight, double eps);
+struct RmsNormGrads {
+  Tensor dx, dweight;
+};
+RmsNormGrads rms_norm_backward(const Tensor& g, const Tensor& x, const Tensor& rstd, const Tensor& weight,
+                               bool want_x, bool want_weight);
+
+// ---- rotary position embedding (ops/rotary.cpp) ----
+// The op's one check (std::invalid_argument naming `op` and every shape).
+void check_rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, const char* op);
+// x (B, T, H, D) turned by the angles of positions offset .. offset + T - 1, or turned back
+// (inverse: the backward); contiguous (B, T, H, D).
+Tensor rotary(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t offset, bool inverse);
+
+// ---- swiglu (ops/swiglu.cpp) ----
+Tensor swiglu_forward(const Tensor& gate, const Tensor& up);  // silu(gate) * up
+struct SwigluGrads {
+  Tensor dgate, dup;
+};
+SwigluGrads swiglu_backward(const Tensor& g, const Tensor& gate, const Tensor& up, bool want_gate, bool want_up);
 
 // ---- dropout masks ----
 // The mask of one random op: element i (row-major index in the op's logical shape) is kept

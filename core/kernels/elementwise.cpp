@@ -41,6 +41,13 @@ T gelu_tanh_value(T x) {
   return x / (1 + vec_exp(-u2));
 }
 
+// silu(x) = x sigmoid(x), written x / (1 + exp(-x)) so that the float loop is one vec_exp;
+// where exp(-x) overflows the result is -0.
+template <typename T>
+T silu_value(T x) {
+  return x / (1 + vec_exp(-x));
+}
+
 template <typename T>
 T apply_unary(UnaryOp op, T x) {
   switch (op) {
@@ -53,6 +60,7 @@ T apply_unary(UnaryOp op, T x) {
     case UnaryOp::relu: return x > 0 ? x : T(0);
     case UnaryOp::gelu: return gelu_value(x);
     case UnaryOp::gelu_tanh: return gelu_tanh_value(x);
+    case UnaryOp::silu: return silu_value(x);
     case UnaryOp::abs: return std::abs(x);
     case UnaryOp::square: return x * x;
     case UnaryOp::reciprocal: return 1 / x;
@@ -118,6 +126,7 @@ const char* unary_name(UnaryOp op) {
     case UnaryOp::relu: return "relu";
     case UnaryOp::gelu: return "gelu";
     case UnaryOp::gelu_tanh: return "gelu_tanh";
+    case UnaryOp::silu: return "silu";
     case UnaryOp::abs: return "abs";
     case UnaryOp::square: return "square";
     case UnaryOp::reciprocal: return "reciprocal";
