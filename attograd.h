@@ -32,6 +32,7 @@
 #include "attograd/layers/embedding.h"
 #include "attograd/layers/feed_forward.h"
 #include "attograd/layers/grouped_attention.h"
+#include "attograd/layers/init.h"
 #include "attograd/layers/kv_cache.h"
 #include "attograd/layers/layer_norm.h"
 #include "attograd/layers/linear.h"

@@ -11,6 +11,7 @@
 #include "attograd/core/parallel.h"
 #include "attograd/core/skip_init.h"
 #include "attograd/layers/attention_mask.h"
+#include "attograd/layers/init.h"
 
 namespace ag {
 
@@ -33,31 +34,6 @@ TransformerBlockOptions block_options(const GPTOptions& o) {
   b.attn_bias = o.bias;
   b.ff_bias = o.bias;
   return b;
-}
-
-// Overwrites a parameter's value in place (the handles stay valid) with N(0, std): the values
-// normal(shape, 0, std) would give from the same generator state, written straight into the
-// parameter, so that building GPT-2's 124M parameters needs no second copy of its largest table.
-void init_normal(const Variable& p, double std) {
-  if (init_skipped()) return;  // the layers left zeros; the caller overwrites them
-  Variable handle = p;
-  Tensor& value = handle.mutable_value();
-  const uint64_t key = default_generator().next_stream();
-  dispatch(value.dtype(), [&]<typename T>(T) {
-    T* out = value.data<T>();
-    const int64_t n = value.numel();
-    parallel_for(n, parallel_chunks(n, 40.0 * static_cast<double>(n)), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) out[i] = static_cast<T>(0.0 + std * Generator::normal(key, static_cast<uint64_t>(i)));
-    });
-  });
-}
-
-void init_linear(Linear& linear, double std) {
-  init_normal(linear.weight(), std);
-  if (linear.bias().defined()) {
-    Variable bias = linear.bias();
-    bias.mutable_value().fill_(0.0);
-  }
 }
 
 }  // namespace

@@ -99,6 +99,16 @@ void SafetensorsFile::add(const std::string& name, const Tensor& tensor) {
   entries.push_back(std::move(e));
 }
 
+void SafetensorsFile::add_bf16(const std::string& name, const Tensor& tensor) {
+  add(name, tensor);
+  if (tensor.dtype() != DType::f32) {
+    entries.pop_back();
+    throw std::invalid_argument("SafetensorsFile::add_bf16: tensor '" + name + "' is " + dtype_name(tensor.dtype()) +
+                                "; BF16 is written from f32 only");
+  }
+  entries.back().dtype = SafetensorsDType::BF16;
+}
+
 void SafetensorsFile::add(const std::string& name, const Indices& indices) {
   check_new_name(*this, name);
   if (indices.shape.numel() != indices.numel()) {
@@ -118,6 +128,29 @@ const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
   }
   return nullptr;
 }
+
+uint16_t float_to_bf16(float x) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) {
+    return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // a NaN stays quiet NaN
+  }
+  // Round to nearest, ties to even: add 0x7fff plus the lowest kept bit, then truncate.
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+namespace {
+
+// A contiguous f32 tensor as BF16 bits.
+std::vector<uint16_t> bf16_bits(const Tensor& contiguous_f32) {
+  std::vector<uint16_t> out(static_cast<size_t>(contiguous_f32.numel()));
+  const float* p = contiguous_f32.data<float>();
+  for (size_t i = 0; i < out.size(); ++i) out[i] = float_to_bf16(p[i]);
+  return out;
+}
+
+}  // namespace
 
 void save_safetensors(const std::string& path, const SafetensorsFile& file) {
   // Contiguous copies where needed, so each entry is one block of bytes.
@@ -139,13 +172,21 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
     } else {
       if (!e.tensor.defined()) throw std::invalid_argument("save_safetensors: tensor '" + e.name + "' is undefined");
       const SafetensorsDType want = e.tensor.dtype() == DType::f32 ? SafetensorsDType::F32 : SafetensorsDType::F64;
-      if (want != e.dtype) {
+      if (e.dtype == SafetensorsDType::BF16 && want == SafetensorsDType::F32) {
+        // Converted twice (here for the checksum, again when written) rather than held: a
+        // model's BF16 copy would be half its size again in memory.
+        blocks[i] = e.tensor.contiguous();
+        const std::vector<uint16_t> half = bf16_bits(blocks[i]);
+        bytes = static_cast<uint64_t>(half.size()) * 2;
+        checksums[e.name] = hex32(crc32c(half.data(), static_cast<size_t>(bytes)));
+      } else if (want != e.dtype) {
         throw std::invalid_argument("save_safetensors: tensor '" + e.name + "' is " + dtype_name(e.tensor.dtype()) +
                                     " but its entry says " + safetensors_dtype_name(e.dtype));
+      } else {
+        blocks[i] = e.tensor.contiguous();
+        bytes = static_cast<uint64_t>(blocks[i].numel()) * safetensors_element_size(e.dtype);
+        checksums[e.name] = hex32(crc32c(blocks[i].raw_data(), static_cast<size_t>(bytes)));
       }
-      blocks[i] = e.tensor.contiguous();
-      bytes = static_cast<uint64_t>(blocks[i].numel()) * safetensors_element_size(e.dtype);
-      checksums[e.name] = hex32(crc32c(blocks[i].raw_data(), static_cast<size_t>(bytes)));
     }
     if (e.name.empty() || e.name == kMetadataKey || !names.insert(e.name).second) {
       throw std::invalid_argument("save_safetensors: tensor name '" + e.name + "' is empty, reserved or repeated");
@@ -176,6 +217,9 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
     const SafetensorsEntry& e = file.entries[i];
     if (e.dtype == SafetensorsDType::I64) {
       out.write(e.indices.data.data(), e.indices.data.size() * sizeof(int64_t));
+    } else if (e.dtype == SafetensorsDType::BF16) {
+      const std::vector<uint16_t> half = bf16_bits(blocks[i]);
+      out.write(half.data(), half.size() * 2);
     } else {
       out.write(blocks[i].raw_data(), static_cast<size_t>(blocks[i].numel()) * safetensors_element_size(e.dtype));
     }

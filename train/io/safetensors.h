@@ -40,9 +40,11 @@
 
 namespace ag {
 
-// F16 and BF16 (half precision, as Hugging Face ships many models) are read, never written: a
-// file's tensor in either becomes an f32 Tensor as it is loaded (exactly: every half value is a
-// float value), and the GPT import widens them as it reads (models/gpt/gpt_weights.h).
+// F16 and BF16 (half precision, as Hugging Face ships many models) are read: a file's tensor in
+// either becomes an f32 Tensor as it is loaded (exactly: every half value is a float value), and
+// the families' imports widen them as they read (models/gpt/gpt_weights.h). BF16 is also
+// written, from an f32 tensor rounded to the nearest bfloat16 (ties to even), for exports that
+// halve a model's file (SafetensorsFile::add_bf16).
 enum class SafetensorsDType { F32, F64, I64, F16, BF16 };
 const char* safetensors_dtype_name(SafetensorsDType dtype);  // "F32", "F64", "I64", "F16", "BF16"
 // Bytes of one element: 2 for F16 and BF16, 4 for F32, 8 for F64 and I64.
@@ -50,6 +52,8 @@ size_t safetensors_element_size(SafetensorsDType dtype);
 // One half-precision value (its bits, little-endian as stored) as a float, exactly.
 float f16_to_float(uint16_t bits);
 float bf16_to_float(uint16_t bits);
+// The bfloat16 nearest to x (ties to even; NaN stays a NaN, infinities stay), as its bits.
+uint16_t float_to_bf16(float x);
 
 // One named tensor. Floating data lives in `tensor`, integer data in `indices`; the other is
 // left empty.
@@ -72,6 +76,8 @@ struct SafetensorsFile {
   // repeated name, or an undefined tensor.
   void add(const std::string& name, const Tensor& tensor);
   void add(const std::string& name, const Indices& indices);
+  // An f32 tensor to be stored as BF16 (rounded as float_to_bf16 when the file is written).
+  void add_bf16(const std::string& name, const Tensor& tensor);
 
   const SafetensorsEntry* find(const std::string& name) const;
   bool contains(const std::string& name) const { return find(name) != nullptr; }
