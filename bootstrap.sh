@@ -51,8 +51,9 @@ end() {
 # CLI11 (command lines and config files) and nlohmann-json (header-only both). fortunes: the
 # default text corpus of the language model (train_gpt), plain text under
 # /usr/share/games/fortunes/. PCRE2: the byte-pair encoder's pre-tokenisation (GPT-2's pattern
-# needs Unicode properties; text/pretokenize.cpp).
-packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann-json3-dev libpcre2-dev fortunes)
+# needs Unicode properties; text/pretokenize.cpp). ICU: the NFC normalization some Hugging Face
+# tokenizer.json files ask for (Qwen's; text/hf_bpe.cpp).
+packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann-json3-dev libpcre2-dev libicu-dev fortunes)
 # What the rest needs: Boost.Test for the tests; python3-numpy only for the test that reads a
 # checkpoint with an independent reader (never needed at run time); OpenMPI for data-parallel runs
 # under mpirun (train/dist/communicator.h; a build without it works, meson -Dmpi=disabled);
@@ -62,8 +63,9 @@ packages=(g++ meson ninja-build pkg-config libopenblas-dev libcli11-dev nlohmann
 # (--run) leaves them to the second, so that a first run is minutes away.
 # procps: pgrep, with which the MPI tests find the ranks under mpirun (a minimal Debian lacks it).
 # python3-torch: the reference of the parity tests that compute with PyTorch (never needed at run
-# time). Node.js and npm, for GPT-2's vocabulary files and the byte-pair encoding tests' references,
-# come with tests/data/install_references.sh below (which keeps a Node.js that is already there).
+# time). Node.js and npm, for GPT-2's vocabulary files, Llama 3's and Qwen3's tokenizer.json and the
+# byte-pair encoding tests' references, come with tests/data/install_references.sh below (which
+# keeps a Node.js that is already there).
 rest=(libboost-test-dev python3 python3-numpy libopenmpi-dev openmpi-bin bible-kjv-text bible-kjv procps python3-torch)
 [ -n "$program" ] || packages+=("${rest[@]}")
 begin packages "${#packages[@]} Debian packages (apt-get installs the missing ones)"

@@ -1,9 +1,10 @@
 // Encoding speed of the byte-pair encoder: one file encoded `--repeat` times (each a fresh call,
 // so the chunk cache starts empty every time), the median in MB/s (10^6 bytes of input per
 // second). The vocabulary's loading is not timed. bench/compare_bpe.sh runs it next to npm's
-// tiktoken and js-tiktoken.
+// tiktoken and js-tiktoken, bench/compare_hf_bpe.sh with a tokenizer.json next to @lenml/tokenizers.
 //
 //   build/bench/bpe_encode --tokenizer gpt2 --threads 2 --repeat 5 text.txt
+//   build/bench/bpe_encode --tokenizer ~/.cache/attograd/hf/llama3/tokenizer.json text.txt
 //   -> attograd threads=2 bytes=7305072 tokens=2134323 median_s=0.3012 MB/s=24.25
 #include <CLI/CLI.hpp>
 
@@ -15,14 +16,14 @@
 #include <vector>
 
 #include "attograd/core/threads.h"
-#include "attograd/text/bpe.h"
+#include "attograd/text/hf_tokenizer.h"
 #include "attograd/train/io/atomic_file.h"
 
 int main(int argc, char** argv) {
   std::string tokenizer = "gpt2", file;
   int threads = 1, repeat = 5;
   CLI::App app{"Times BytePairEncoding::encode on a file."};
-  app.add_option("--tokenizer", tokenizer, "gpt2 or a file written by train_bpe")->capture_default_str();
+  app.add_option("--tokenizer", tokenizer, "gpt2, a file written by train_bpe or a tokenizer.json")->capture_default_str();
   app.add_option("--threads", threads, "threads for encoding")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--repeat", repeat, "timed encodings; the median is reported")->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -31,13 +32,13 @@ int main(int argc, char** argv) {
   try {
     using namespace ag;
     set_num_threads(threads);
-    const BytePairEncoding bpe = tokenizer == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(tokenizer);
+    const Tokenizer encoder = load_tokenizer(tokenizer);  // encodes on num_threads() threads
     const std::string text = read_file(file);
     std::vector<double> seconds;
     size_t tokens = 0;
     for (int r = 0; r < repeat; ++r) {
       const auto start = std::chrono::steady_clock::now();
-      tokens = bpe.encode(text, threads).size();
+      tokens = encoder.encode(text).size();
       seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     std::sort(seconds.begin(), seconds.end());

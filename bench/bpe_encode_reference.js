@@ -3,9 +3,10 @@
 // MB/s of UTF-8 input. One warm-up encoding first (WebAssembly compiles lazily, V8 optimises).
 //
 //   NODE_PATH=~/.cache/attograd/npm/node_modules node bench/bpe_encode_reference.js tiktoken 5 text.txt
+//   NODE_PATH=... node bench/bpe_encode_reference.js lenml 5 text.txt tokenizer.json   (@lenml/tokenizers)
 'use strict';
 const fs = require('fs');
-const [which, repeatText, file] = process.argv.slice(2);
+const [which, repeatText, file, tokenizerJson] = process.argv.slice(2);
 const bytes = fs.readFileSync(file);
 const text = bytes.toString('utf8');
 let encode;
@@ -15,8 +16,12 @@ if (which === 'tiktoken') {
 } else if (which === 'js-tiktoken') {
   const enc = require('js-tiktoken').getEncoding('gpt2');
   encode = (t) => enc.encode(t, 'all').length;
+} else if (which === 'lenml') {
+  const { TokenizerLoader } = require('@lenml/tokenizers');
+  const tok = TokenizerLoader.fromPreTrained({ tokenizerJSON: JSON.parse(fs.readFileSync(tokenizerJson, 'utf8')), tokenizerConfig: {} });
+  encode = (t) => tok.encode(t, { add_special_tokens: false }).length;
 } else {
-  throw new Error(`unknown reference ${which} (tiktoken or js-tiktoken)`);
+  throw new Error(`unknown reference ${which} (tiktoken, js-tiktoken or lenml)`);
 }
 encode(text);
 const seconds = [];

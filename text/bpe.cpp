@@ -134,51 +134,11 @@ const std::vector<std::string>& BytePairEncoding::specials() const { return tabl
 // The merge loop
 
 void merge_chunk(const BytePairEncoding::Tables& t, std::string_view chunk, MergeWork& w, std::vector<int32_t>& out) {
-  // The chunk as a linked list of tokens, one per byte to start with, and a min-heap of the
-  // adjacent pairs that have a merge, by (rank, position): the earliest merge first and, among
-  // equal pairs, the leftmost, which is how GPT-2 applies a merge to every occurrence at once.
-  // A heap entry goes stale when a merge next to it changes its pair; it is dropped when popped.
   const int32_t n = static_cast<int32_t>(chunk.size());
-  if (n == 0) return;
   w.token.resize(static_cast<size_t>(n));
-  w.next.resize(static_cast<size_t>(n));
-  w.prev.resize(static_cast<size_t>(n));
-  w.heap.clear();
-  for (int32_t i = 0; i < n; ++i) {
-    w.token[static_cast<size_t>(i)] = t.byte_id[static_cast<unsigned char>(chunk[static_cast<size_t>(i)])];
-    w.next[static_cast<size_t>(i)] = i + 1 < n ? i + 1 : -1;
-    w.prev[static_cast<size_t>(i)] = i - 1;
-  }
-  const auto greater = [](const MergeWork::Entry& a, const MergeWork::Entry& b) {
-    return a.rank != b.rank ? a.rank > b.rank : a.position > b.position;
-  };
-  const auto consider = [&](int32_t left) {  // the pair starting at node `left`, if it merges
-    const int32_t right = left < 0 ? -1 : w.next[static_cast<size_t>(left)];
-    if (right < 0) return;
-    const int32_t rank = t.rank(w.token[static_cast<size_t>(left)], w.token[static_cast<size_t>(right)]);
-    if (rank < 0) return;
-    w.heap.push_back({rank, left});
-    std::push_heap(w.heap.begin(), w.heap.end(), greater);
-  };
-  for (int32_t i = 0; i + 1 < n; ++i) consider(i);
-  while (!w.heap.empty()) {
-    std::pop_heap(w.heap.begin(), w.heap.end(), greater);
-    const MergeWork::Entry e = w.heap.back();
-    w.heap.pop_back();
-    const size_t left = static_cast<size_t>(e.position);
-    const int32_t right = w.next[left];
-    // A removed node keeps token -1, so a stale entry pointing at it finds no pair.
-    if (right < 0 || w.token[left] < 0 || t.rank(w.token[left], w.token[static_cast<size_t>(right)]) != e.rank) continue;
-    w.token[left] = 256 + e.rank;
-    w.token[static_cast<size_t>(right)] = -1;
-    const int32_t after = w.next[static_cast<size_t>(right)];
-    w.next[left] = after;
-    if (after >= 0) w.prev[static_cast<size_t>(after)] = e.position;
-    consider(w.prev[left]);
-    consider(e.position);
-  }
-  // Merges remove the right node of a pair, so the first node stays the head of the list.
-  for (int32_t i = 0; i >= 0; i = w.next[static_cast<size_t>(i)]) out.push_back(w.token[static_cast<size_t>(i)]);
+  for (int32_t i = 0; i < n; ++i) w.token[static_cast<size_t>(i)] = t.byte_id[static_cast<unsigned char>(chunk[static_cast<size_t>(i)])];
+  merge_tokens(n, w, [&](int32_t left, int32_t right) { return t.rank(left, right); },
+               [](int32_t rank) { return 256 + rank; }, out);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 // GPT-2's files (gpt2_vocab.cpp) and training (bpe_train.cpp). Internal: not installed.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -98,5 +99,56 @@ struct MergeWork {
 
 // Appends the tokens of one chunk to `out`: its bytes, merged by rank.
 void merge_chunk(const BytePairEncoding::Tables& t, std::string_view chunk, MergeWork& work, std::vector<int32_t>& out);
+
+// The merge loop itself, over the n tokens the caller put in w.token[0, n): rank(left, right) is
+// the rank of the pair's merge or -1, merged(rank) the id that merge makes (256 + rank in our own
+// vocabularies; any id in a Hugging Face file, where several merges may make one token). Appends
+// the merged tokens to `out`.
+//
+// The tokens form a linked list and the mergeable pairs a min-heap by (rank, position): the
+// earliest merge first and, among equal pairs, the leftmost, which is how GPT-2 and Hugging
+// Face's BPE apply a merge to every occurrence at once. A heap entry goes stale when a merge next
+// to it changes its pair; it is dropped when popped.
+template <typename Rank, typename Merged>
+void merge_tokens(int32_t n, MergeWork& w, const Rank& rank, const Merged& merged, std::vector<int32_t>& out) {
+  if (n == 0) return;
+  w.next.resize(static_cast<size_t>(n));
+  w.prev.resize(static_cast<size_t>(n));
+  w.heap.clear();
+  for (int32_t i = 0; i < n; ++i) {
+    w.next[static_cast<size_t>(i)] = i + 1 < n ? i + 1 : -1;
+    w.prev[static_cast<size_t>(i)] = i - 1;
+  }
+  const auto greater = [](const MergeWork::Entry& a, const MergeWork::Entry& b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.position > b.position;
+  };
+  const auto consider = [&](int32_t left) {  // the pair starting at node `left`, if it merges
+    const int32_t right = left < 0 ? -1 : w.next[static_cast<size_t>(left)];
+    if (right < 0) return;
+    const int32_t r = rank(w.token[static_cast<size_t>(left)], w.token[static_cast<size_t>(right)]);
+    if (r < 0) return;
+    w.heap.push_back({r, left});
+    std::push_heap(w.heap.begin(), w.heap.end(), greater);
+  };
+  for (int32_t i = 0; i + 1 < n; ++i) consider(i);
+  while (!w.heap.empty()) {
+    std::pop_heap(w.heap.begin(), w.heap.end(), greater);
+    const MergeWork::Entry e = w.heap.back();
+    w.heap.pop_back();
+    const size_t left = static_cast<size_t>(e.position);
+    const int32_t right = w.next[left];
+    // A removed node keeps token -1, so a stale entry pointing at it finds no pair.
+    if (right < 0 || w.token[left] < 0 || rank(w.token[left], w.token[static_cast<size_t>(right)]) != e.rank) continue;
+    w.token[left] = merged(e.rank);
+    w.token[static_cast<size_t>(right)] = -1;
+    const int32_t after = w.next[static_cast<size_t>(right)];
+    w.next[left] = after;
+    if (after >= 0) w.prev[static_cast<size_t>(after)] = e.position;
+    consider(w.prev[left]);
+    consider(e.position);
+  }
+  // Merges remove the right node of a pair, so the first node stays the head of the list.
+  for (int32_t i = 0; i >= 0; i = w.next[static_cast<size_t>(i)]) out.push_back(w.token[static_cast<size_t>(i)]);
+}
 
 }  // namespace ag

@@ -16,6 +16,8 @@
 #include "attograd/core/parallel.h"
 #include "attograd/core/threads.h"
 #include "attograd/text/bpe.h"
+#include "attograd/text/hf_bpe.h"
+#include "attograd/text/hf_tokenizer.h"
 #include "attograd/text/utf8.h"
 #include "attograd/train/io/crc32c.h"
 #include "attograd/train/io/json_text.h"
@@ -200,6 +202,7 @@ std::map<std::string, TokenizerReader>& readers() {
          return std::make_shared<const ByteTokens>();
        }},
       {"char", &CharacterTokens::read},
+      {kHFTokenizerKind, [](const std::string& json) { return read_hf_bpe_kind(json, "Tokenizer::from_json"); }},
       {"bpe",
        [](const std::string& json) -> std::shared_ptr<const TokenizerKind> {
          return std::make_shared<const BytePairTokens>(

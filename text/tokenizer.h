@@ -1,5 +1,5 @@
 // Tokenizers: text to ids and back. A Tokenizer is a value (cheap to copy) over one kind of
-// tokenizer; three kinds are built in and a new one is added from outside without touching them.
+// tokenizer; four kinds are built in and a new one is added from outside without touching them.
 //
 //   const Tokenizer tok = Tokenizer::characters(text);   // one id per distinct UTF-8 character
 //   const Tokenizer raw = Tokenizer::bytes();            // the 256 byte values
@@ -18,7 +18,8 @@
 //
 // The built-in kinds: "char" (the distinct UTF-8 code points of a text, sorted by their bytes;
 // the text must be valid UTF-8, and encode names a character it does not know and its byte
-// offset), "byte" (the 256 byte values, any bytes) and "bpe" (bpe.h). Their descriptions:
+// offset), "byte" (the 256 byte values, any bytes), "bpe" (bpe.h) and "hf_bpe" (a Hugging Face
+// tokenizer.json, hf_tokenizer.h). Their descriptions:
 // {"kind":"byte"}, {"kind":"char","symbols":["\n"," ","a",...]} (the characters as JSON strings,
 // id = position), and the byte-pair encoding's own ({"kind":"bpe",...}). Errors are
 // std::invalid_argument saying what is wrong: a description's field, a character, an id.

@@ -1,9 +1,11 @@
-// tokenize: a file's token ids with GPT-2's byte-pair encoding or a vocabulary trained by
-// train_bpe, one id a line; --decode reads such ids back and writes the text.
+// tokenize: a file's token ids with GPT-2's byte-pair encoding, a vocabulary trained by
+// train_bpe or a Hugging Face tokenizer.json (byte-level BPE: Llama 3, Qwen, ...), one id a line;
+// --decode reads such ids back and writes the text.
 //
 //   build/tools/tokenize --tokenizer gpt2 notes.txt > notes.ids
 //   build/tools/tokenize --tokenizer gpt2 --decode notes.ids > notes.txt
 //   build/tools/tokenize --tokenizer fortunes.bpe notes.txt | wc -l          # count tokens
+//   build/tools/tokenize --tokenizer Llama-3/tokenizer.json notes.txt
 //
 // FILE "-" is standard input. Every write to stdout is checked (a full disk or a closed pipe is
 // an error, exit 1). Exit codes: 0 done, 1 error (a file, the vocabulary, stdout), 2 bad
@@ -20,7 +22,7 @@
 #include <vector>
 
 #include "attograd/core/threads.h"
-#include "attograd/text/bpe.h"
+#include "attograd/text/hf_tokenizer.h"
 #include "attograd/train/io/atomic_file.h"
 #include "common/threads_flag.h"
 #include "common/tool_main.h"
@@ -85,23 +87,23 @@ void print(std::string_view text) {
 }
 
 int run(const Args& args) {
-  if (args.tokenizer.empty()) throw UsageError("--tokenizer: is empty (gpt2 or a file written by train_bpe)");
+  if (args.tokenizer.empty()) throw UsageError("--tokenizer: is empty (gpt2, a file written by train_bpe or a tokenizer.json)");
   set_num_threads(parse_threads(args.threads));
-  const BytePairEncoding bpe = args.tokenizer == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(args.tokenizer);
+  const Tokenizer tokenizer = load_tokenizer(args.tokenizer);
   const std::string input = read_input(args.file);
   if (args.decode) {
     const std::vector<int64_t> ids = parse_ids(input, args.file);
     for (int64_t id : ids) {
-      if (id < 0 || id >= bpe.vocab_size()) {
+      if (id < 0 || id >= tokenizer.vocab_size()) {
         throw UsageError("--decode: '" + args.file + "' holds id " + std::to_string(id) + ", outside the " +
-                    std::to_string(bpe.vocab_size()) + " tokens of " + args.tokenizer);
+                    std::to_string(tokenizer.vocab_size()) + " tokens of " + args.tokenizer);
       }
     }
-    print(bpe.decode(ids));
+    print(tokenizer.decode(ids));
     return 0;
   }
   std::string out;
-  for (int64_t id : bpe.encode(input, num_threads())) {
+  for (int64_t id : tokenizer.encode(input)) {  // on num_threads() threads
     out += std::to_string(id);
     out += '\n';
   }
@@ -115,7 +117,7 @@ int main(int argc, char** argv) {
   Args args;
   CLI::App app{"Writes a file's token ids, one a line (or, with --decode, the text of a file of ids).",
                tool_name(argc, argv, "tokenize")};
-  app.add_option("--tokenizer", args.tokenizer, "gpt2 (GPT-2's vocabulary) or a file written by train_bpe")
+  app.add_option("--tokenizer", args.tokenizer, "gpt2 (GPT-2's vocabulary), a file written by train_bpe, or a Hugging Face tokenizer.json")
       ->capture_default_str();
   app.add_flag("--decode", args.decode, "read token ids (whitespace-separated) and write their text");
   app.add_option("FILE", args.file, "the text (or ids with --decode); - reads standard input")->required();

