@@ -28,6 +28,7 @@
 #include "attograd/layers/attention.h"
 #include "attograd/layers/attention_mask.h"
 #include "attograd/layers/check_layer.h"
+#include "attograd/layers/decoding.h"
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/embedding.h"
 #include "attograd/layers/feed_forward.h"

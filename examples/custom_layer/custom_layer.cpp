@@ -30,6 +30,9 @@ using namespace ag;
 //   dx      = rstd * (g w - x_hat * mean(g w x_hat over C))
 //   dweight = sum over the leading axes of g * x_hat
 // x may be any strided view: the kernels read it in place and return contiguous results.
+// The library has its own fused ag::rms_norm (autograd/nn_ops.h) for its Llama family; this one
+// shows how such an op is added from outside. Calls name it custom::rms_norm: with arguments of
+// ag's types, unqualified lookup would also find ag::rms_norm and the call would be ambiguous.
 Variable rms_norm(const Variable& x, const Variable& weight, double eps) {
   if (weight.dim() != 1 || x.dim() < 1 || x.shape()[-1] != weight.shape()[0] || x.dtype() != weight.dtype()) {
     throw std::invalid_argument("rms_norm: x " + x.shape().str() + " " + dtype_name(x.dtype()) + " must end in " +
@@ -70,7 +73,7 @@ class RMSNorm : public Sublayer {
 
   Variable forward(const Variable& x) override {
     require_dtype(x, weight_.dtype(), "input");
-    return rms_norm(x, weight_, options_.eps);
+    return custom::rms_norm(x, weight_, options_.eps);
   }
   std::string name() const override { return "RMSNorm"; }
 

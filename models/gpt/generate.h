@@ -6,13 +6,7 @@
 //   options.on_token = [](int64_t token) { std::cout << decode(token) << std::flush; return true; };
 //   std::vector<int64_t> continuation = generate(model, prompt_ids, options);
 //
-// Sampling (sample_token): the logits of the last position are divided by the temperature,
-// cut to the top_k most likely tokens, then to the nucleus (the fewest most likely tokens whose
-// probability reaches top_p), renormalised, and one token is drawn. Temperature 0 is greedy
-// (the most likely token, the lowest id on a tie) and ignores top_k, top_p and the seed. The
-// draw is counter-based (core/rng.h): token n of a generation uses uniform_f64(key(seed), n),
-// so the same seed, model and prompt give the same tokens whatever else ran before, and the
-// cached and uncached paths (which compute the same logits) make the same choices.
+// Sampling (sample_token, SamplingOptions, GenerateOptions) is every family's: layers/decoding.h.
 //
 // The context window: the model sees at most block_size tokens. While the sequence fits, the
 // window is the whole sequence. When it would exceed block_size, the window's start moves on by
@@ -38,44 +32,22 @@
 #include <optional>
 #include <vector>
 
+#include "attograd/layers/decoding.h"
 #include "attograd/layers/kv_cache.h"
 #include "attograd/models/gpt/gpt.h"
 
 namespace ag {
 
-struct SamplingOptions {
-  double temperature = 1.0;  // >= 0; 0 is greedy
-  int64_t top_k = 0;         // >= 0; 0 keeps every token
-  double top_p = 1.0;        // in (0, 1]; 1 keeps every token
-  uint64_t seed = 0;
-};
-
-// std::invalid_argument naming the bad option and its value.
-void validate(const SamplingOptions& options);
-
-// The distribution sample_token draws from, over all V tokens (zeros outside the kept set; a
-// one-hot argmax for temperature 0). logits: one row of V values, finite or -inf (a token
-// excluded beforehand), at least one finite; NaN and +inf are refused.
-std::vector<double> sampling_distribution(const std::vector<double>& logits, const SamplingOptions& options);
-// One token drawn from sampling_distribution with uniform_f64(key(seed), draw), by the inverse
-// cumulative distribution in token order.
-int64_t sample_token(const std::vector<double>& logits, const SamplingOptions& options, uint64_t draw);
-
-struct DecodeOptions {
-  bool use_cache = true;
-  int64_t window_shift = 1;  // in [1, block_size]
-};
-
 // One sequence being decoded: it holds the tokens so far, the window and (with use_cache) the
 // KV cache, and returns the logits that predict the next token. Does not change the model's
 // mode: decode in eval mode (generate() does) unless dropout is 0.
-class GPTDecoder {
+class GPTDecoder : public TokenDecoder {
  public:
   explicit GPTDecoder(GPT& model, const DecodeOptions& options = {});
 
   // Appends tokens (at least one, each in [0, vocab)) to the sequence and returns the logits
   // (V) of its last position, computed from the window tokens()[window_start(), end).
-  std::vector<double> feed(const std::vector<int64_t>& tokens);
+  std::vector<double> feed(const std::vector<int64_t>& tokens) override;
 
   const std::vector<int64_t>& tokens() const { return tokens_; }
   int64_t window_start() const { return start_; }
@@ -92,19 +64,6 @@ class GPTDecoder {
   std::vector<int64_t> tokens_;
   int64_t start_ = 0;
   int64_t positions_computed_ = 0;
-};
-
-struct GenerateOptions {
-  int64_t max_new_tokens = 0;  // stop after this many new tokens (>= 0)
-  SamplingOptions sampling;
-  bool use_cache = true;
-  int64_t window_shift = 1;
-  // A prompt longer than block_size: true keeps its last block_size tokens as the first window
-  // (nanoGPT's crop); false refuses it with std::invalid_argument.
-  bool crop_prompt = true;
-  // Streaming: called with each new token as soon as it is drawn; returning false stops
-  // generation after that token.
-  std::function<bool(int64_t token)> on_token;
 };
 
 // The new tokens (not the prompt) continuing `prompt` (at least one token, each in [0, vocab)).
