@@ -371,6 +371,7 @@ std::string hf_tokenizer_json(const BytePairEncoding& bpe) {
 
 Tokenizer load_tokenizer(const std::string& name_or_path) {
   if (name_or_path == "gpt2") return Tokenizer::bpe(BytePairEncoding::gpt2());
+  if (name_or_path == "byte") return Tokenizer::bytes();
   std::string text;
   try {
     text = read_file(name_or_path);

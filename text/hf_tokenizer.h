@@ -54,7 +54,7 @@ Tokenizer hf_tokenizer_from_json(const std::string& json, const std::string& sou
 // by its text, so it cannot give one text two ids).
 std::string hf_tokenizer_json(const BytePairEncoding& bpe);
 
-// A tokenizer as the programs name one: "gpt2", a tokenizer.json (a JSON file whose object has a
+// A tokenizer as the programs name one: "byte", "gpt2", a tokenizer.json (a JSON file whose object has a
 // "model"), or a vocabulary file written by train_bpe. Errors name the file.
 Tokenizer load_tokenizer(const std::string& name_or_path);
 

@@ -20,6 +20,9 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -32,6 +35,9 @@
 #include "attograd/core/threads.h"
 #include "attograd/models/gpt/generate.h"
 #include "attograd/models/gpt/gpt_load.h"
+#include "attograd/models/llama/llama_generate.h"
+#include "attograd/models/llama/llama_hf.h"
+#include "attograd/text/hf_tokenizer.h"
 #include "attograd/text/corpus.h"
 #include "attograd/train/io/atomic_file.h"
 #include "common/quantize_flag.h"
@@ -88,15 +94,85 @@ std::runtime_error stdout_error(int err) {
   return std::runtime_error(std::string("cannot write to standard output: ") + std::strerror(err));
 }
 
+// A model ready to continue a prompt, whichever family it is.
+struct LoadedModel {
+  Tokenizer tokenizer;
+  int64_t context = 0;  // the longest prompt
+  std::function<std::vector<int64_t>(const std::vector<int64_t>&, const GenerateOptions&)> generate;
+  std::shared_ptr<void> owner;  // keeps the model alive
+};
+
+// Skips the ids past the tokenizer's vocabulary (a model's table may be padded beyond it): they
+// decode to nothing, so they are never drawn.
+class TokenizerVocabulary : public TokenDecoder {
+ public:
+  TokenizerVocabulary(TokenDecoder& inner, int64_t vocab) : inner_(inner), vocab_(vocab) {}
+  std::vector<double> feed(const std::vector<int64_t>& tokens) override {
+    std::vector<double> logits = inner_.feed(tokens);
+    for (size_t i = static_cast<size_t>(vocab_); i < logits.size(); ++i) logits[i] = -INFINITY;
+    return logits;
+  }
+
+ private:
+  TokenDecoder& inner_;
+  int64_t vocab_;
+};
+
+// A Hugging Face directory of the Llama family (config.json, weights, tokenizer.json).
+LoadedModel llama_generator(const Args& args) {
+  if (args.quantize != "none") {
+    throw UsageError("--quantize " + args.quantize + ": int8 weights are for GPT models only so far; '" +
+                     args.checkpoint + "' is a " + llama_hf_architecture(llama_options_from_hf_config(
+                                                         (std::filesystem::path(args.checkpoint) / "config.json").string())));
+  }
+  const std::string json = (std::filesystem::path(args.checkpoint) / "tokenizer.json").string();
+  const bool has_json = std::filesystem::exists(json);
+  if (!has_json && args.hints.tokenizer.empty()) {
+    throw UsageError("--checkpoint: '" + args.checkpoint + "' has no tokenizer.json; name one with --tokenizer");
+  }
+  LoadedModel g;
+  g.tokenizer = load_tokenizer(args.hints.tokenizer.empty() ? json : args.hints.tokenizer);
+  std::shared_ptr<Llama> model = load_llama_hf(args.checkpoint);
+  if (g.tokenizer.vocab_size() > model->options().vocab) {
+    throw std::runtime_error("'" + args.checkpoint + "': its tokenizer has " + std::to_string(g.tokenizer.vocab_size()) +
+                             " ids, more than the model's vocabulary of " + std::to_string(model->options().vocab));
+  }
+  g.context = model->options().max_positions;
+  const int64_t vocab = g.tokenizer.vocab_size();
+  g.generate = [model, vocab](const std::vector<int64_t>& prompt, const GenerateOptions& o) {
+    check_generate_options(o, prompt, model->options().vocab, model->options().max_positions, "max_positions");
+    if (o.max_new_tokens == 0) return std::vector<int64_t>{};
+    EvalModeGuard eval(*model);
+    const int64_t needed = static_cast<int64_t>(prompt.size()) + o.max_new_tokens;
+    LlamaDecoder decoder(*model, DecodeOptions{o.use_cache, o.window_shift},
+                         std::min(model->options().max_positions, needed));
+    TokenizerVocabulary known(decoder, vocab);
+    return generate_with(known, prompt, o);
+  };
+  g.owner = model;
+  return g;
+}
+
+LoadedModel gpt_generator(const Args& args) {
+  LoadedGPT loaded = load_gpt(args.checkpoint, args.hints).gpt;  // refuses other kinds of checkpoint by name
+  std::shared_ptr<GPT> model(std::move(loaded.model));
+  apply_quantize(*model, args.quantize);
+  LoadedModel g;
+  g.tokenizer = loaded.tokenizer;
+  g.context = model->options().block_size;
+  g.generate = [model](const std::vector<int64_t>& prompt, const GenerateOptions& o) { return generate(*model, prompt, o); };
+  g.owner = model;
+  return g;
+}
+
 int run(const Args& args) {
   // Closed, it would be the next file opened (the checkpoint's descriptor) that receives the text.
   if (::fcntl(STDOUT_FILENO, F_GETFD) < 0) throw stdout_error(errno);
   set_num_threads(parse_threads(args.threads));
   std::cerr << blas_kernel_note();  // stdout holds the text alone
-  LoadedGPT loaded = load_gpt(args.checkpoint, args.hints).gpt;  // refuses other kinds of checkpoint by name
-  GPT& model = *loaded.model;
-  apply_quantize(model, args.quantize);
-  const Tokenizer& tok = loaded.tokenizer;
+  // The families, each claiming what it reads: a Llama-family directory, else the GPT's formats.
+  const LoadedModel model = is_llama_hf_directory(args.checkpoint) ? llama_generator(args) : gpt_generator(args);
+  const Tokenizer& tok = model.tokenizer;
 
   const std::vector<std::string> unknown = unknown_characters(tok, args.prompt);
   if (!unknown.empty()) {
@@ -105,7 +181,7 @@ int run(const Args& args) {
                      " tokenizer knows " + std::to_string(tok.vocab_size()) + " symbols from the training text)");
   }
   const std::vector<int64_t> prompt = tok.encode(args.prompt);
-  const int64_t context = model.options().block_size;
+  const int64_t context = model.context;
   if (static_cast<int64_t>(prompt.size()) > context) {
     throw UsageError("--prompt: is " + std::to_string(prompt.size()) + " tokens long, longer than the context of '" +
                      args.checkpoint + "', " + std::to_string(context) + " tokens (shorten the prompt)");
@@ -123,7 +199,7 @@ int run(const Args& args) {
     failed = print(text.push(tok.decode(token)));  // as it is drawn, not at the end
     return failed == 0;                             // a failed write stops generation after this token
   };
-  if (failed == 0) generate(model, prompt, g);
+  if (failed == 0) model.generate(prompt, g);
   if (failed == 0) failed = print(text.finish() + "\n");
   if (failed != 0) throw stdout_error(failed);
   return 0;
@@ -136,8 +212,9 @@ int main(int argc, char** argv) {
   CLI::App app{"Continues a prompt with a GPT checkpoint written by train_gpt, printing tokens as they come.",
                tool_name(argc, argv, "generate")};
   app.add_option("--checkpoint", args.checkpoint,
-                 "a checkpoint written by train_gpt, or GPT-2 weights of another tool: a Hugging Face directory or "
-                 "model.safetensors, a nanoGPT state_dict as safetensors, an llm.c .bin")
+                 "a checkpoint written by train_gpt, or weights of another tool: a Hugging Face directory (GPT-2, "
+                 "or Llama, Qwen2/3, Mistral, SmolLM with its tokenizer.json) or model.safetensors, a nanoGPT "
+                 "state_dict as safetensors, an llm.c .bin")
       ->required()
       ->check(nonempty_path());
   app.add_option("--prompt", args.prompt, "the text to continue (at least one character)")->required();

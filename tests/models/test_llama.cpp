@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "attograd/models/llama/llama.h"
+#include "attograd/models/llama/llama_generate.h"
 #include "attograd/models/llama/llama_hf.h"
 #include "attograd/train/io/safetensors.h"
 #include "models_support.h"
@@ -131,6 +132,40 @@ BOOST_AUTO_TEST_CASE(cached_decoding_equals_the_uncached_forward) {
   AG_CHECK_THROWS_WITH(model.forward(row_ids({1, 2}), cache), std::invalid_argument, "holds 15", "max_len=16");
   KvCache other = model.make_cache(2);
   AG_CHECK_THROWS_WITH(model.forward(row_ids({1}), other), std::invalid_argument, "batch=2", "make_cache(1)");
+}
+
+// generate() with and without the cache, across slides of the window (a context of 16, 40 new
+// tokens, shifts of 1 and 5), draws the same tokens, greedy and sampled.
+BOOST_AUTO_TEST_CASE(generation_is_the_same_cached_and_uncached_across_window_slides) {
+  manual_seed(21);
+  Llama model(variant(kVariants[1]));
+  const std::vector<int64_t> prompt = {1, 5, 9};
+  for (const double temperature : {0.0, 0.9}) {
+    for (const int64_t shift : {int64_t{1}, int64_t{5}}) {
+      BOOST_TEST_CONTEXT("temperature " << temperature << " shift " << shift) {
+        GenerateOptions o;
+        o.max_new_tokens = 40;
+        o.sampling.temperature = temperature;
+        o.sampling.seed = 3;
+        o.window_shift = shift;
+        const std::vector<int64_t> cached = generate(model, prompt, o);
+        o.use_cache = false;
+        const std::vector<int64_t> uncached = generate(model, prompt, o);
+        BOOST_TEST(cached == uncached, boost::test_tools::per_element());
+        BOOST_TEST(cached.size() == 40u);
+      }
+    }
+  }
+  // The decoder's window moves once the sequence outgrows the context.
+  LlamaDecoder decoder(model, {}, 16);
+  decoder.feed(std::vector<int64_t>(16, 2));
+  BOOST_TEST(decoder.window_start() == 0);
+  decoder.feed({3});
+  BOOST_TEST(decoder.window_start() == 1);
+  GenerateOptions bad;
+  bad.max_new_tokens = 1;
+  AG_CHECK_THROWS_WITH(generate(model, {11}, bad), std::invalid_argument, "token id 11", "vocab=11");
+  AG_CHECK_THROWS_WITH(LlamaDecoder(model, {}, 17), std::invalid_argument, "max_positions=16", "17");
 }
 
 BOOST_AUTO_TEST_CASE(presets_have_their_published_sizes) {

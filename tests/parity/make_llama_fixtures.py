@@ -17,7 +17,8 @@ From the twin of torch_llama.py, with seeded weights that are float32 values:
 The variants: llama_f32 (untied, 4 query heads over 2, Llama 3 rope scaling whose three regimes
 all occur at head_dim 8), llama_bf16 (the same model stored in bfloat16; its expectations use the
 rounded weights), qwen2_sharded (q/k/v biases, tied, two shards), qwen3_f32 (q/k norms, tied,
-head_dim 16 with hidden_size 32 and 4 heads).
+head_dim 16 with hidden_size 32 and 4 heads); and byte_llama/, a Llama of 256 tokens for the programs'
+tests (no expectations: its values are the llama_f32 model's kind).
 Deterministic (one thread, seeded generators): rerunning rewrites the same bytes.
 """
 import json
@@ -169,6 +170,11 @@ def main():
     variant_fixtures("llama_bf16", VARIANTS["llama_f32"], torch.bfloat16, 1, 11)
     variant_fixtures("qwen2_sharded", VARIANTS["qwen2_sharded"], torch.float32, 2, 12)
     variant_fixtures("qwen3_f32", VARIANTS["qwen3_f32"], torch.float32, 1, 13)
+    # A Llama over the 256 byte values, for the programs' tests (generate --tokenizer byte).
+    byte_config = dict(VARIANTS["llama_f32"], vocab_size=256)
+    gen = torch.Generator().manual_seed(14)
+    write_directory(os.path.join(OUT, "byte_llama"), byte_config,
+                    tl.randomize(tl.Llama(tl.resolve(byte_config)).double(), gen), torch.float32)
 
 
 if __name__ == "__main__":
