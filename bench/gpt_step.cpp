@@ -13,8 +13,6 @@
 // the whole sequence so far per token without it.
 #include <CLI/CLI.hpp>
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -34,8 +32,12 @@
 #include "attograd/train/losses.h"
 #include "attograd/train/optim.h"
 #include "guarded_main.h"
+#include "step_support.h"
 
 namespace {
+
+using ag::bench::median_of;
+using ag::bench::peak_rss_mb;
 
 struct Config {
   int64_t layers, heads, d_model, block, batch, vocab;
@@ -63,36 +65,6 @@ double step_flops(const Config& c) {
   const double per_layer = 2 * tokens * d * (3 * d) + 2 * tokens * d * d +
                            2 * 2 * static_cast<double>(c.batch * c.block * c.block) * d + 2 * 2 * tokens * d * (4 * d);
   return 3 * (static_cast<double>(c.layers) * per_layer + 2 * tokens * d * static_cast<double>(c.vocab));
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
-
-// Step `step`'s batch: B random sequences of T + 1 tokens, inputs the first T, targets the
-// last T (next-token prediction). A pure function of (seed, step), so every run sees the same data.
-void random_batch(const Config& c, uint64_t seed, uint64_t step, ag::Indices& inputs, ag::Indices& targets) {
-  const int64_t b = c.batch, t = c.block;
-  std::vector<int64_t> in(static_cast<size_t>(b * t)), out(static_cast<size_t>(b * t));
-  const uint64_t base = step * static_cast<uint64_t>(b * (t + 1));
-  for (int64_t i = 0; i < b; ++i) {
-    for (int64_t j = 0; j <= t; ++j) {
-      const uint64_t bits = ag::Generator::bits(seed, base + static_cast<uint64_t>(i * (t + 1) + j));
-      const auto token = static_cast<int64_t>(bits % static_cast<uint64_t>(c.vocab));
-      if (j < t) in[static_cast<size_t>(i * t + j)] = token;
-      if (j > 0) out[static_cast<size_t>(i * t + j - 1)] = token;
-    }
-  }
-  inputs = ag::Indices({b, t}, std::move(in));
-  targets = ag::Indices({b, t}, std::move(out));
 }
 
 ag::GPTOptions model_options(const Config& c) {
@@ -202,7 +174,7 @@ int run_main(int argc, char** argv) {
   ag::Profiler profiler;
   ag::Indices inputs, targets;
   const auto step = [&](uint64_t index) {
-    random_batch(c, kDataSeed, index, inputs, targets);
+    ag::bench::random_batch(c.batch, c.block, c.vocab, kDataSeed, index, inputs, targets);
     optimizer.zero_grad();
     ag::Variable loss = model.loss(inputs, targets);
     loss.backward();

@@ -12,8 +12,6 @@
 // 128 wide, 256 byte tokens) at 16 x 256.
 #include <CLI/CLI.hpp>
 
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -30,8 +28,12 @@
 #include "attograd/models/llama/llama_generate.h"
 #include "attograd/train/optim.h"
 #include "guarded_main.h"
+#include "step_support.h"
 
 namespace {
+
+using ag::bench::median_of;
+using ag::bench::peak_rss_mb;
 
 struct Config {
   const char* preset;
@@ -50,35 +52,6 @@ double step_flops(const ag::LlamaOptions& o, const Config& c) {
   const double per_layer = 2 * tokens * d * (2 * q + 2 * kv) + 2 * tokens * d * 3 * static_cast<double>(o.d_hidden) +
                            2 * 2 * static_cast<double>(c.batch * c.block * c.block) * q;
   return 3 * (static_cast<double>(o.n_layers) * per_layer + 2 * tokens * d * static_cast<double>(o.vocab));
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
-
-// Step `step`'s batch, a pure function of (seed, step): B sequences of T + 1 random tokens.
-void random_batch(const Config& c, int64_t vocab, uint64_t step, ag::Indices& inputs, ag::Indices& targets) {
-  const int64_t b = c.batch, t = c.block;
-  std::vector<int64_t> in(static_cast<size_t>(b * t)), out(static_cast<size_t>(b * t));
-  const uint64_t base = step * static_cast<uint64_t>(b * (t + 1));
-  for (int64_t i = 0; i < b; ++i) {
-    for (int64_t j = 0; j <= t; ++j) {
-      const uint64_t bits = ag::Generator::bits(1, base + static_cast<uint64_t>(i * (t + 1) + j));
-      const auto token = static_cast<int64_t>(bits % static_cast<uint64_t>(vocab));
-      if (j < t) in[static_cast<size_t>(i * t + j)] = token;
-      if (j > 0) out[static_cast<size_t>(i * t + j - 1)] = token;
-    }
-  }
-  inputs = ag::Indices({b, t}, std::move(in));
-  targets = ag::Indices({b, t}, std::move(out));
 }
 
 }  // namespace
@@ -143,7 +116,7 @@ int run_main(int argc, char** argv) {
   ag::Indices inputs, targets;
   double last_loss = 0;
   const auto step = [&](uint64_t index) {
-    random_batch(c, o.vocab, index, inputs, targets);
+    ag::bench::random_batch(c.batch, c.block, o.vocab, 1, index, inputs, targets);
     optimizer.zero_grad();
     ag::Variable loss = model.loss(inputs, targets);
     last_loss = loss.item();
