@@ -17,10 +17,11 @@ import sys
 import tempfile
 
 FRAMEWORK = ["core", "autograd", "layers", "train"]
-FAMILIES = ["models_gpt", "models_seq2seq", "models_toy"]
+FAMILIES = ["models_gpt", "models_llama", "models_seq2seq", "models_toy"]
 FLOORS = FRAMEWORK + ["text"] + FAMILIES
 HEADER = {"core": "core/tensor.h", "autograd": "autograd/variable.h", "layers": "layers/linear.h",
           "train": "train/trainer.h", "text": "text/tokenizer.h", "models_gpt": "models/gpt/gpt.h",
+          "models_llama": "models/llama/llama.h",
           "models_seq2seq": "models/seq2seq/seq2seq.h", "models_toy": "models/toy/sequence_model.h"}
 # What each floor may include: the floors below it and itself, never a sibling family.
 SEES = {f: FRAMEWORK[:FRAMEWORK.index(f) + 1] for f in FRAMEWORK}
