@@ -427,6 +427,34 @@ BIN=$GENERATE run error "contradicts|n_head is 2" "generate --checkpoint <an HF 
   --checkpoint "$G9/hf-export" --tokenizer byte --heads 4 --prompt x --tokens 2
 BIN=$GENERATE run ok "" "generate --checkpoint <an HF directory> --tokenizer byte (the shape from config.json)" \
   --checkpoint "$G9/hf-export" --tokenizer byte --prompt x --tokens 2
+# A Llama-family Hugging Face directory (the PyTorch twin's byte-vocabulary Llama), whole and broken:
+# each broken copy is refused naming the file and what is wrong, never a crash.
+L9=$G9/llama
+llama_copy() { rm -rf "$L9/$1" && mkdir -p "$L9" && cp -r "$root/tests/parity/fixtures/llama/byte_llama" "$L9/$1"; }
+llama_copy good
+BIN=$GENERATE run ok "" "generate --checkpoint <a Llama directory> --tokenizer byte" \
+  --checkpoint "$L9/good" --tokenizer byte --prompt x --tokens 2 --temperature 0
+BIN=$GENERATE run usage "has no tokenizer.json" "generate --checkpoint <a Llama directory without tokenizer.json>" \
+  --checkpoint "$L9/good" --prompt x --tokens 2
+llama_copy short
+truncate -s -100 "$L9/short/model.safetensors"
+BIN=$GENERATE run error "model.safetensors" "generate --checkpoint <a Llama directory, its weights cut short by 100 bytes>" \
+  --checkpoint "$L9/short" --tokenizer byte --prompt x --tokens 2
+llama_copy yarn
+sed -i 's/"rope_type": "llama3"/"rope_type": "yarn"/' "$L9/yarn/config.json"
+BIN=$GENERATE run error "config.json|yarn" "generate --checkpoint <a Llama directory whose rope_scaling is yarn>" \
+  --checkpoint "$L9/yarn" --tokenizer byte --prompt x --tokens 2
+llama_copy gelu
+sed -i 's/"hidden_act": "silu"/"hidden_act": "gelu"/' "$L9/gelu/config.json"
+BIN=$GENERATE run error "config.json|hidden_act" "generate --checkpoint <a Llama directory whose hidden_act is gelu>" \
+  --checkpoint "$L9/gelu" --tokenizer byte --prompt x --tokens 2
+llama_copy shards
+mv "$L9/shards/model.safetensors" "$L9/shards/model-00001-of-00002.safetensors"
+printf '{"weight_map": {"model.norm.weight": "model-00002-of-00002.safetensors"}}' \
+  >"$L9/shards/model.safetensors.index.json"
+BIN=$GENERATE run error "model.safetensors.index.json|missing" \
+  "generate --checkpoint <a Llama directory whose index names a missing shard>" \
+  --checkpoint "$L9/shards" --tokenizer byte --prompt x --tokens 2
 # train_gpt's early checks are the job's own (check_long_enough, check_against_model), named by flag.
 printf 'too short' >"$G9/short.txt"
 BIN=$GPT run usage "--data|short.txt|9 tokens, fewer than block_size + 1 = 17" \
