@@ -15,6 +15,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
 #include <iomanip>
 #include <iostream>
 #include <string>
@@ -25,6 +28,9 @@
 #include "attograd/models/gpt/eval_text.h"
 #include "attograd/models/gpt/gpt_load.h"
 #include "attograd/models/gpt/gpt_memory.h"
+#include "attograd/models/llama/llama_eval.h"
+#include "attograd/models/llama/llama_hf.h"
+#include "attograd/text/hf_tokenizer.h"
 #include "attograd/text/corpus.h"
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/report/progress.h"
@@ -48,26 +54,92 @@ struct Args {
   GPTFileHints hints;  // for weights of another tool
 };
 
+// A model that scores text, whichever family it is.
+struct Scorer {
+  Tokenizer tokenizer;
+  int64_t context = 0, vocab = 0, d_model = 0, n_head = 0;
+  double parameters = 0;
+  std::string description;  // "GPT 2 layers, d_model 16, context 64", for the report
+  std::string origin;       // "step 10", or where another tool's weights came from
+  std::function<TextScore(const std::vector<int64_t>&, const SlidingWindowOptions&, const Ranks&, const WindowProgress&)>
+      score;
+  std::shared_ptr<void> owner;  // keeps the model alive
+};
+
+Scorer gpt_scorer(const Args& a) {
+  LoadedGPTFile file = load_gpt(a.checkpoint, a.hints);
+  std::shared_ptr<GPT> model(std::move(file.gpt.model));
+  apply_quantize(*model, a.quantize);
+  const GPTOptions& m = model->options();
+  Scorer s;
+  s.tokenizer = file.gpt.tokenizer;
+  s.context = m.block_size, s.vocab = m.vocab, s.d_model = m.d_model, s.n_head = m.n_head;
+  s.parameters = parameter_count(m);
+  s.description = "GPT " + std::to_string(m.n_layers) + " layers, d_model " + std::to_string(m.d_model) + ", context " +
+                  std::to_string(m.block_size) + (a.quantize == "int8" ? ", int8 weights" : "");
+  s.origin = file.layout == GPTWeightsLayout::attograd
+                 ? "step " + std::to_string(file.gpt.step)
+                 : std::string(gpt_weights_layout_name(file.layout)) + " weights; " + file.shape_from;
+  const std::vector<int64_t> token_bytes = s.tokenizer.token_bytes();
+  s.score = [model, token_bytes](const std::vector<int64_t>& tokens, const SlidingWindowOptions& o, const Ranks& r,
+                                 const WindowProgress& p) {
+    return sliding_window_perplexity(*model, tokens, token_bytes, o, r, p);
+  };
+  s.owner = model;
+  return s;
+}
+
+// A Hugging Face directory of the Llama family with its tokenizer.json (or --tokenizer).
+Scorer llama_scorer(const Args& a) {
+  const std::filesystem::path dir(a.checkpoint);
+  if (a.quantize != "none") {
+    throw UsageError("--quantize " + a.quantize + ": int8 weights are for GPT models only so far; '" + a.checkpoint +
+                     "' is a " + llama_hf_architecture(llama_options_from_hf_config((dir / "config.json").string())));
+  }
+  const std::string json = (dir / "tokenizer.json").string();
+  if (!std::filesystem::exists(json) && a.hints.tokenizer.empty()) {
+    throw UsageError("--checkpoint: '" + a.checkpoint + "' has no tokenizer.json; name one with --tokenizer");
+  }
+  Scorer s;
+  s.tokenizer = load_tokenizer(a.hints.tokenizer.empty() ? json : a.hints.tokenizer);
+  std::shared_ptr<Llama> model = load_llama_hf(a.checkpoint);
+  const LlamaOptions& o = model->options();
+  if (s.tokenizer.vocab_size() > o.vocab) {
+    throw std::runtime_error("'" + a.checkpoint + "': its tokenizer has " + std::to_string(s.tokenizer.vocab_size()) +
+                             " ids, more than the model's vocabulary of " + std::to_string(o.vocab));
+  }
+  s.context = o.max_positions, s.vocab = o.vocab, s.d_model = o.d_model, s.n_head = o.n_head;
+  s.parameters = static_cast<double>(llama_parameter_count(o));
+  s.description = std::string(llama_hf_architecture(o)) + " " + std::to_string(o.n_layers) + " layers, d_model " +
+                  std::to_string(o.d_model) + ", context " + std::to_string(o.max_positions);
+  s.origin = "Hugging Face directory";
+  const std::vector<int64_t> token_bytes = s.tokenizer.token_bytes();
+  s.score = [model, token_bytes](const std::vector<int64_t>& tokens, const SlidingWindowOptions& opt, const Ranks& r,
+                                 const WindowProgress& p) {
+    return sliding_window_perplexity(*model, tokens, token_bytes, opt, r, p);
+  };
+  s.owner = model;
+  return s;
+}
+
 int run(const Args& a) {
   Communicator& comm = Communicator::world();
   if (!comm.is_root()) std::cout.rdbuf(nullptr);  // rank 0 alone prints
   set_num_threads(parse_threads(a.threads));
   if (comm.is_root()) std::cerr << blas_kernel_note();
-  LoadedGPTFile file = load_gpt(a.checkpoint, a.hints);
-  LoadedGPT& loaded = file.gpt;
-  apply_quantize(*loaded.model, a.quantize);
-  const GPTOptions& m = loaded.model->options();
-  const int64_t window = a.block_size == 0 ? m.block_size : a.block_size;
-  if (window > m.block_size) {
+  // The families, each claiming what it reads: a Llama-family directory, else the GPT's formats.
+  const Scorer m = is_llama_hf_directory(a.checkpoint) ? llama_scorer(a) : gpt_scorer(a);
+  const int64_t window = a.block_size == 0 ? m.context : a.block_size;
+  if (window > m.context) {
     throw UsageError("--block-size " + std::to_string(window) + " is longer than the model's context, " +
-                     std::to_string(m.block_size) + " tokens");
+                     std::to_string(m.context) + " tokens");
   }
   if (a.stride > window) {
     throw UsageError("--stride " + std::to_string(a.stride) + " is longer than the window of " + std::to_string(window) +
                      " tokens: the tokens between two windows would not be scored");
   }
   const Corpus corpus = read_corpus_sources(a.data);
-  const std::vector<int64_t> tokens = loaded.tokenizer.encode(corpus.text);
+  const std::vector<int64_t> tokens = m.tokenizer.encode(corpus.text);
   if (tokens.size() < 2) {
     throw UsageError("--data: the text is " + std::to_string(tokens.size()) +
                      " token(s) long; scoring needs at least 2 (one to predict from, one to predict)");
@@ -79,7 +151,7 @@ int run(const Args& a) {
   const double per_window = static_cast<double>(window) * sizeof(float) *
                             (static_cast<double>(m.vocab) + 16.0 * static_cast<double>(m.d_model) +
                              2.0 * static_cast<double>(m.n_head) * static_cast<double>(window));
-  const double available = available_memory_bytes() - parameter_count(m) * sizeof(float);
+  const double available = available_memory_bytes() - m.parameters * sizeof(float);
   if (static_cast<double>(rows) * per_window > available) {
     const int64_t fits = std::max<int64_t>(0, static_cast<int64_t>(available / per_window));
     throw UsageError("--batch " + std::to_string(a.batch) + ": " + std::to_string(rows) + " windows of " +
@@ -102,20 +174,14 @@ int run(const Args& a) {
               << std::flush;
   };
   if (tty) std::cerr << "evaluate: scoring " << windows << " windows of up to " << window << " tokens..." << std::flush;
-  const TextScore s = sliding_window_perplexity(*loaded.model, tokens, loaded.tokenizer.token_bytes(),
-                                                {.window = window, .stride = a.stride, .batch = a.batch}, Ranks(&comm),
-                                                tty ? WindowProgress(progress) : WindowProgress());
+  const TextScore s = m.score(tokens, {.window = window, .stride = a.stride, .batch = a.batch}, Ranks(&comm),
+                              tty ? WindowProgress(progress) : WindowProgress());
   if (tty) std::cerr << "\r\033[K" << std::flush;
   std::string names;
   for (const std::string& d : a.data) names += (names.empty() ? "" : " + ") + d;
-  const std::string origin = file.layout == GPTWeightsLayout::attograd
-                                 ? "step " + std::to_string(loaded.step)
-                                 : std::string(gpt_weights_layout_name(file.layout)) + " weights; " + file.shape_from;
-  std::cout << "model      " << a.checkpoint << " (" << origin << "), GPT " << m.n_layers << " layers, d_model "
-            << m.d_model << ", context " << m.block_size
-            << (a.quantize == "int8" ? ", int8 weights" : "") << "\n"
+  std::cout << "model      " << a.checkpoint << " (" << m.origin << "), " << m.description << "\n"
             << "text       " << names << ": " << corpus.text.size() << " bytes, " << tokens.size() << " tokens ("
-            << loaded.tokenizer.kind_name() << " tokenizer)\n"
+            << m.tokenizer.kind_name() << " tokenizer)\n"
             << "windows    " << s.windows << " of up to " << window << " tokens, stride " << a.stride << ", over "
             << comm.size() << (comm.size() == 1 ? " process" : " processes") << "\n"
             << "scored     " << s.tokens << " tokens, " << s.bytes << " bytes, " << std::setprecision(12) << s.nats
@@ -132,11 +198,12 @@ int run(const Args& a) {
 
 int main(int argc, char** argv) {
   Args args;
-  CLI::App app{"Sliding-window perplexity of a GPT checkpoint over a text: nats per token, perplexity, bits per byte.",
+  CLI::App app{"Sliding-window perplexity of a language model over a text: nats per token, perplexity, bits per byte.",
                tool_name(argc, argv, "evaluate")};
   app.add_option("--checkpoint", args.checkpoint,
-                 "a checkpoint written by train_gpt, or GPT-2 weights of another tool: a Hugging Face directory or "
-                 "model.safetensors, a nanoGPT state_dict as safetensors, an llm.c .bin")
+                 "a checkpoint written by train_gpt, or weights of another tool: a Hugging Face directory (GPT-2, "
+                 "or Llama, Qwen2/3, Mistral, SmolLM with its tokenizer.json) or model.safetensors, a nanoGPT "
+                 "state_dict as safetensors, an llm.c .bin")
       ->required()
       ->check(nonempty_path());
   app.add_option("--data", args.data,

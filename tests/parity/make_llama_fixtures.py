@@ -11,7 +11,9 @@ From the twin of torch_llama.py, with seeded weights that are float32 values:
                         model.safetensors.index.json
   <variant>.expect.safetensors
                         ids (2, 24) and logits in float64 and float32; prompt (1, 8) and greedy, the
-                        next 100 argmax tokens (the same cached and uncached here); lora.*: 20 AdamW
+                        next 100 argmax tokens (the same cached and uncached here); perplexity.ids
+                        (1, 61) and perplexity.nats, their sum of -ln p scored in sliding windows of
+                        24 tokens every 8, in float64; lora.*: 20 AdamW
                         steps of LoRA (rank 4, alpha 8, on q_proj and v_proj; one batch seen every step)
                         from lora.a.<layer> initial A matrices, the loss before each update, in float64
 The variants: llama_f32 (untied, 4 query heads over 2, Llama 3 rope scaling whose three regimes
@@ -74,6 +76,23 @@ def write_directory(path, config, model, dtype, shards=1):
         json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f, indent=2)
 
 
+def sliding_nats(model, tokens, window, stride):
+    """The sum of -ln p(token | context) over a text scored in sliding windows: each token once, by
+    the first window that reaches it (Hugging Face's "Perplexity of fixed-length models")."""
+    n, total, previous_end, begin = len(tokens), 0.0, 0, 0
+    while True:
+        end = min(begin + window, n)
+        first = max(previous_end, begin + 1)
+        if first < end:
+            logp = torch.log_softmax(model(tokens[begin:end - 1].unsqueeze(0))[0], -1)
+            for i in range(first, end):
+                total -= logp[i - begin - 1, tokens[i]].item()
+        previous_end = end
+        if end == n:
+            return total
+        begin += stride
+
+
 def lora_losses(model, gen, vocab):
     """20 AdamW steps of LoRA on q_proj and v_proj; returns A's initial values, batches and losses."""
     r, alpha = LORA["rank"], LORA["alpha"]
@@ -125,6 +144,8 @@ def variant_fixtures(name, config, stored_dtype, shards, seed):
         if not torch.equal(greedy, model.greedy(prompt, 100, cached=True)):
             sys.exit(f"make_llama_fixtures: the twin's cached and uncached greedy tokens differ ({name})")
         out.append(("greedy", greedy))
+        text = torch.randint(0, c["vocab_size"], (1, 61), generator=gen)
+        out += [("perplexity.ids", text), ("perplexity.nats", torch.tensor([sliding_nats(model, text[0], 24, 8)], dtype=torch.float64))]
     inits, seq, losses = lora_losses(model, gen, c["vocab_size"])
     out += inits + [("lora.ids", seq[:, :, :-1].contiguous()), ("lora.targets", seq[:, :, 1:].contiguous()),
                     ("lora.loss", torch.tensor(losses, dtype=torch.float64))]

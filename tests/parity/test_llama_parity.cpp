@@ -18,6 +18,7 @@
 
 #include "attograd.h"
 #include "attograd/models/llama/llama.h"
+#include "attograd/models/llama/llama_eval.h"
 #include "attograd/models/llama/llama_hf.h"
 #include "attograd/train/io/json_text.h"
 #include "support.h"
@@ -156,6 +157,24 @@ BOOST_AUTO_TEST_CASE(hugging_face_directories_give_the_twins_logits) {
   const SafetensorsFile a = load_safetensors(fixture("llama_f32.expect.safetensors"));
   const SafetensorsFile b = load_safetensors(fixture("llama_bf16.expect.safetensors"));
   BOOST_TEST(max_abs_diff(tensor(a, "logits.f64"), tensor(b, "logits.f64")) > 1e-4);
+}
+
+// The sliding-window score of a 61-token text (windows of 24 every 8, each token scored once)
+// is the twin's sum of -ln p within 1e-10 relative, in float64.
+BOOST_AUTO_TEST_CASE(sliding_window_perplexity_is_the_twins) {
+  for (const char* variant : kVariants) {
+    BOOST_TEST_CONTEXT(variant) {
+      const SafetensorsFile e = load_safetensors(fixture(std::string(variant) + ".expect.safetensors"));
+      const std::vector<int64_t> text = indices(e, "perplexity.ids").data;
+      const double want = tensor(e, "perplexity.nats").to_vector()[0];
+      const std::unique_ptr<Llama> m = loaded(variant, DType::f64);
+      const std::vector<int64_t> one_byte_each(static_cast<size_t>(m->options().vocab), 1);
+      const TextScore s = sliding_window_perplexity(*m, text, one_byte_each, {.window = 24, .stride = 8, .batch = 2});
+      BOOST_TEST(std::abs(s.nats - want) <= 1e-10 * std::abs(want), s.nats << " vs " << want);
+      BOOST_TEST(s.tokens == 60);
+      BOOST_TEST(s.windows == 6);
+    }
+  }
 }
 
 // 100 argmax tokens after the prompt, one forward per token over the whole sequence, and one new

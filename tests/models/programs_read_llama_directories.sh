@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# generate on a Hugging Face directory of the Llama family (a Llama of 256 byte tokens that the
-# PyTorch twin wrote: tests/parity/fixtures/llama/byte_llama): it prints the prompt and the new
-# tokens; greedy decoding repeats itself and --no-cache prints the same text; a directory
+# generate and evaluate on a Hugging Face directory of the Llama family (a Llama of 256 byte
+# tokens that the PyTorch twin wrote: tests/parity/fixtures/llama/byte_llama). generate prints the
+# prompt and the new tokens; greedy decoding repeats itself and --no-cache prints the same text.
+# evaluate reports the model and the text's bits per byte, the same for any --batch. A directory
 # without tokenizer.json needs --tokenizer, and --quantize int8 is refused by name (GPT only so
-# far). Token-for-token agreement with the twin is test_llama_parity's. From a scratch directory.
-#   generate_reads_llama_directories.sh BUILD_DIR SOURCE_DIR
+# far). Agreement with the twin (tokens, perplexity) is test_llama_parity's. From a scratch
+# directory.
+#   programs_read_llama_directories.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 dir="$source/tests/parity/fixtures/llama/byte_llama"
 generate=("$build/tools/generate" --checkpoint "$dir" --prompt "Once upon a time" --tokens 30 --temperature 0)
@@ -27,4 +29,17 @@ status=0
 [ "$status" -eq 2 ] && grep -q "int8 weights are for GPT models only so far" err.txt ||
   { cat err.txt; fail "--quantize int8 on a Llama: status $status"; }
 echo "ok: the refusals"
+
+evaluate=("$build/tools/evaluate" --checkpoint "$dir" --tokenizer byte --data "$source/README.md" --block-size 64 --stride 32)
+"${evaluate[@]}" >eval.txt 2>err.txt || { cat err.txt; fail "evaluate on $dir"; }
+"${evaluate[@]}" --batch 3 >eval3.txt 2>err.txt || { cat err.txt; fail "evaluate --batch 3"; }
+grep -q "^model .*LlamaForCausalLM 2 layers, d_model 32, context 256" eval.txt || { cat eval.txt; fail "evaluate's model line"; }
+bpb=$(sed -n 's/^bits\/byte  //p' eval.txt)
+[ -n "$bpb" ] && [ "$bpb" = "$(sed -n 's/^bits\/byte  //p' eval3.txt)" ] || fail "bits/byte '$bpb' is missing or changes with --batch"
+echo "ok: evaluate, $bpb bits/byte over README.md (a random model: about 8)"
+status=0
+"$build/tools/evaluate" --checkpoint "$dir" --tokenizer byte --data "$source/README.md" --block-size 300 --stride 32 \
+  >out.txt 2>err.txt || status=$?
+[ "$status" -eq 2 ] && grep -q "longer than the model's context, 256 tokens" err.txt ||
+  { cat err.txt; fail "evaluate --block-size 300 on a context of 256: status $status"; }
 finish
