@@ -455,6 +455,16 @@ printf '{"weight_map": {"model.norm.weight": "model-00002-of-00002.safetensors"}
 BIN=$GENERATE run error "model.safetensors.index.json|missing" \
   "generate --checkpoint <a Llama directory whose index names a missing shard>" \
   --checkpoint "$L9/shards" --tokenizer byte --prompt x --tokens 2
+EVALUATE=$work/bin/tools/evaluate
+BIN=$EVALUATE run ok "" "evaluate --checkpoint <a Llama directory> --tokenizer byte" \
+  --checkpoint "$L9/good" --tokenizer byte --data "$text" --block-size 32 --stride 16
+BIN=$EVALUATE run error "model.safetensors" "evaluate --checkpoint <a Llama directory, its weights cut short>" \
+  --checkpoint "$L9/short" --tokenizer byte --data "$text" --stride 16
+BIN=$EVALUATE run usage "--block-size|longer than the model's context, 256 tokens" \
+  "evaluate --checkpoint <a Llama directory of context 256> --block-size 512" \
+  --checkpoint "$L9/good" --tokenizer byte --data "$text" --block-size 512 --stride 16
+BIN=$EVALUATE run usage "--quantize int8|GPT models only" "evaluate --checkpoint <a Llama directory> --quantize int8" \
+  --checkpoint "$L9/good" --tokenizer byte --data "$text" --stride 16 --quantize int8
 # train_gpt's early checks are the job's own (check_long_enough, check_against_model), named by flag.
 printf 'too short' >"$G9/short.txt"
 BIN=$GPT run usage "--data|short.txt|9 tokens, fewer than block_size + 1 = 17" \
