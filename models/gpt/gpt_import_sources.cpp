@@ -23,36 +23,11 @@ namespace ag::gpt_import {
 
 namespace {
 
-// The stored halves, as the types transpose_columns and convert read: each widens to a float.
-struct F16 {
-  uint16_t bits;
-  explicit operator float() const { return f16_to_float(bits); }
-  explicit operator double() const { return f16_to_float(bits); }
-};
-struct BF16 {
-  uint16_t bits;
-  explicit operator float() const { return bf16_to_float(bits); }
-  explicit operator double() const { return bf16_to_float(bits); }
-};
-
 // n values of type From at `in` into To at `out`.
 template <typename From, typename To>
 void convert(const void* in, To* out, int64_t n) {
   const From* src = static_cast<const From*>(in);
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<To>(src[i]);
-}
-
-// Calls f with a value of the C++ type the stored dtype is read as (F32, F64, F16, BF16).
-template <typename F>
-void with_stored_type(SafetensorsDType dtype, F&& f) {
-  switch (dtype) {
-    case SafetensorsDType::F32: f(float{}); return;
-    case SafetensorsDType::F64: f(double{}); return;
-    case SafetensorsDType::F16: f(F16{}); return;
-    case SafetensorsDType::BF16: f(BF16{}); return;
-    case SafetensorsDType::I64: break;  // refused before any source is made
-  }
-  throw std::logic_error("GPT import: a source of dtype I64");
 }
 
 template <typename To>

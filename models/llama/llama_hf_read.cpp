@@ -94,28 +94,6 @@ Shards open_shards(const std::string& dir) {
   return s;
 }
 
-// The stored halves as the types `with_stored` hands out: each widens exactly to a float.
-struct F16 {
-  uint16_t bits;
-  explicit operator double() const { return f16_to_float(bits); }
-};
-struct BF16 {
-  uint16_t bits;
-  explicit operator double() const { return bf16_to_float(bits); }
-};
-
-template <typename F>
-void with_stored(SafetensorsDType dtype, F&& f) {
-  switch (dtype) {
-    case SafetensorsDType::F32: f(float{}); return;
-    case SafetensorsDType::F64: f(double{}); return;
-    case SafetensorsDType::F16: f(F16{}); return;
-    case SafetensorsDType::BF16: f(BF16{}); return;
-    case SafetensorsDType::I64: break;  // refused before anything is read
-  }
-  throw std::logic_error("read_llama_hf: an I64 tensor got through the checks");
-}
-
 // The tensor's bytes, its checksum verified when the file has checksums (ours do).
 std::vector<char> read_bytes(const Located& at) {
   std::vector<char> bytes(static_cast<size_t>(at.info->end - at.info->begin));
@@ -132,7 +110,7 @@ std::vector<char> read_bytes(const Located& at) {
 void convert(const Located& at, const std::vector<char>& bytes, Tensor* dst) {
   const int64_t n = at.info->shape.numel();
   const size_t elem = safetensors_element_size(at.info->dtype);
-  with_stored(at.info->dtype, [&]<typename From>(From) {
+  with_stored_type(at.info->dtype, [&]<typename From>(From) {
     for (int64_t i = 0; i < n; ++i) {
       From stored;
       std::memcpy(&stored, bytes.data() + static_cast<size_t>(i) * elem, sizeof stored);

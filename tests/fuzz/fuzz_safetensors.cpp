@@ -34,7 +34,8 @@ std::string_view checked_bytes(const SafetensorsEntry& e) {
     }
     return {reinterpret_cast<const char*>(e.indices.data.data()), e.indices.data.size() * sizeof(int64_t)};
   }
-  const ag::DType expected = e.dtype == SafetensorsDType::F32 ? ag::DType::f32 : ag::DType::f64;
+  // F16 and BF16 entries hold their values widened to f32.
+  const ag::DType expected = e.dtype == SafetensorsDType::F64 ? ag::DType::f64 : ag::DType::f32;
   if (!e.tensor.defined()) ag::fuzz::finding(who + " has no tensor");
   if (e.tensor.dtype() != expected) ag::fuzz::finding(who + " holds a tensor of dtype " + ag::dtype_name(e.tensor.dtype()));
   if (!e.tensor.is_contiguous()) ag::fuzz::finding(who + " holds a non-contiguous tensor");

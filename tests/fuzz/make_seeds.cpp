@@ -2,8 +2,8 @@
 // mutations start from:
 //
 //   make_fuzz_seeds tests/fuzz/corpus
-//     corpus/safetensors/   F32, F64 and I64 tensors, metadata, an empty tensor, a scalar, a
-//                           file without tensors, a file without checksums
+//     corpus/safetensors/   F32, F64, I64, F16 and BF16 tensors, metadata, an empty tensor, a
+//                           scalar, a file without tensors, files without checksums
 //     corpus/checkpoint/    sgd_1_update: a real checkpoint of a tiny toy-tagger run (d_model 8,
 //                           one layer, vocab 4, length 4; SGD with momentum, sinusoidal
 //                           positions, post-norm) after 1 update
@@ -99,6 +99,16 @@ void write_safetensors_seeds(const fs::path& dir) {
     f.add("scalar", from_vector(std::vector<double>{4}, {}, DType::f64));
     f.add("no_ids", Indices(Shape{0}, {}));
     save_safetensors((dir / "empty_and_scalar.safetensors").string(), f);
+  }
+  {
+    // Half precision as Hugging Face ships it; without checksums, so mutated values (NaN
+    // payloads, subnormals) reach the reader and the writer's rounding.
+    SafetensorsFile f;
+    f.add("h", from_vector(std::vector<double>{1, -2, 65504, 0x1p-24, 0.1}, {5}, DType::f32));
+    f.entries.back().dtype = SafetensorsDType::F16;
+    f.add_bf16("b", from_vector(std::vector<double>{1, -3e38, 0x1p-133, 0.1}, {2, 2}, DType::f32));
+    save_safetensors((dir / "tmp.safetensors").string(), f);
+    strip_checksums(dir / "tmp.safetensors", "f16_bf16_no_checksums.safetensors");
   }
   {
     SafetensorsFile f;

@@ -2,8 +2,10 @@
 // a write fails half-way), and the reader's checks on corrupt files.
 #include <sys/resource.h>
 
+#include <cmath>
 #include <csignal>
 #include <cstring>
+#include <limits>
 
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/crc32c.h"
@@ -258,6 +260,80 @@ BOOST_AUTO_TEST_CASE(half_precision_tensors_are_widened_to_f32) {
   BOOST_TEST(h.find("x")->tensor.to_vector() == (std::vector<double>{1, 2, 65504, std::ldexp(1.0, -24)}),
              boost::test_tools::per_element());
   expect_rejected(craft(R"({"x":{"dtype":"F16","shape":[3],"data_offsets":[0,8]}})", kTwoFloats), {"tensor 'x'"});
+}
+
+// Every one of the 65,536 bit patterns of each half type (zeros, subnormals, infinities, NaNs
+// with their payloads) read and written back: the data section comes out byte for byte.
+BOOST_AUTO_TEST_CASE(every_half_value_survives_reading_and_writing) {
+  std::string all(65536 * 2, '\0');
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const auto bits = static_cast<uint16_t>(h);
+    std::memcpy(all.data() + 2 * h, &bits, 2);
+  }
+  const std::string header = R"({"f":{"dtype":"F16","shape":[256,256],"data_offsets":[0,131072]},)"
+                             R"("b":{"dtype":"BF16","shape":[65536],"data_offsets":[131072,262144]}})";
+  const SafetensorsFile read = parse_safetensors(craft(header, all + all), "halves");
+  BOOST_TEST((read.find("f")->dtype == SafetensorsDType::F16));
+  TempDir dir;
+  save_safetensors(dir.file("halves.safetensors"), read);
+  const std::string written = slurp(dir.file("halves.safetensors"));
+  BOOST_REQUIRE(written.size() > all.size() * 2);
+  BOOST_TEST((written.substr(written.size() - all.size() * 2) == all + all));  // the data section ends the file
+  const SafetensorsFile back = load_safetensors(dir.file("halves.safetensors"));
+  BOOST_TEST((back.find("b")->dtype == SafetensorsDType::BF16));
+  BOOST_TEST(back.find("f")->tensor.shape() == Shape({256, 256}));
+}
+
+namespace {
+
+uint32_t float_bits(float x) {
+  uint32_t b = 0;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+float bits_float(uint32_t b) {
+  float x = 0;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
+
+// For every pair of neighbouring non-negative halves h, h + 1 (the last pair being the largest
+// finite half and infinity) and their midpoint m: m goes to whichever of the two is even, and
+// the floats just below and above m to h and h + 1. The negative side mirrors it.
+template <typename Widen, typename Narrow>
+void check_rounding(const char* name, Widen widen, Narrow narrow, uint16_t infinity) {
+  BOOST_TEST_CONTEXT(name) {
+    int wrong = 0;
+    for (uint32_t h = 0; h < infinity; ++h) {
+      const float lo = widen(static_cast<uint16_t>(h));
+      // The midpoint is exact in double, and in float: a half has at most 11 significant bits.
+      const double hi = h + 1 == infinity ? 2.0 * lo - widen(static_cast<uint16_t>(h - 1)) : widen(static_cast<uint16_t>(h + 1));
+      const auto mid = static_cast<float>((static_cast<double>(lo) + hi) / 2);
+      const uint32_t even = (h % 2 == 0) ? h : h + 1;
+      const bool ok = narrow(lo) == h && narrow(mid) == even && narrow(std::nextafter(mid, 0.0f)) == h &&
+                      narrow(std::nextafter(mid, INFINITY)) == h + 1 && narrow(-mid) == (0x8000u | even) &&
+                      narrow(-lo) == (0x8000u | h);
+      if (!ok && ++wrong <= 5) BOOST_ERROR(name << ": wrong rounding around the half 0x" << std::hex << h);
+    }
+    BOOST_TEST(wrong == 0);
+    BOOST_TEST(narrow(INFINITY) == infinity);
+    BOOST_TEST(narrow(-INFINITY) == (0x8000u | infinity));
+    BOOST_TEST(narrow(std::numeric_limits<float>::max()) == infinity);  // past the largest half, up to infinity
+    // A NaN whose payload lives only in bits the half drops is still a NaN (its quiet bit set).
+    const uint16_t nan = narrow(bits_float(0xFF800001u));
+    BOOST_TEST((nan & 0x8000u) != 0u);
+    BOOST_TEST(std::isnan(widen(nan)));
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(narrowing_to_half_rounds_to_nearest_even) {
+  check_rounding("F16", f16_to_float, float_to_f16, 0x7C00);
+  check_rounding("BF16", bf16_to_float, float_to_bf16, 0x7F80);
+  BOOST_TEST(float_to_f16(65519.99f) == 0x7BFFu);  // the largest half, 65504
+  BOOST_TEST(float_to_f16(65520.0f) == 0x7C00u);   // the tie above it goes to infinity
+  BOOST_TEST(float_bits(bf16_to_float(float_to_bf16(1.0f))) == 0x3F800000u);
 }
 
 BOOST_AUTO_TEST_CASE(shape_and_offsets_disagree) {

@@ -133,22 +133,61 @@ uint16_t float_to_bf16(float x) {
   uint32_t bits = 0;
   std::memcpy(&bits, &x, 4);
   if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0) {
-    return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // a NaN stays quiet NaN
+    // A NaN keeps its sign and the top of its payload, so a BF16 file read and written back is
+    // unchanged; a payload that lived only in the dropped bits becomes the quiet bit.
+    const uint16_t top = static_cast<uint16_t>(bits >> 16);
+    return (top & 0x007fu) != 0 ? top : static_cast<uint16_t>(top | 0x0040u);
   }
   // Round to nearest, ties to even: add 0x7fff plus the lowest kept bit, then truncate.
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
 }
 
+uint16_t float_to_f16(float x) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &x, 4);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude >= 0x7f800000u) {  // infinity or NaN; a NaN keeps the top of its payload
+    if (magnitude == 0x7f800000u) return sign | 0x7c00u;
+    const auto payload = static_cast<uint16_t>((magnitude >> 13) & 0x3ffu);
+    return sign | 0x7c00u | (payload != 0 ? payload : 0x0200u);
+  }
+  // 65520 is halfway between the largest half, 65504, and 65536; the tie goes to the even side,
+  // which is infinity.
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;
+  // The value's significand with its implicit bit, and how far right it moves to land in the
+  // half's 10 bits: by 13 for a normal half; for a subnormal one (unit 2^-24) by 126 - exponent.
+  const uint32_t exponent = magnitude >> 23;
+  uint32_t significand = (magnitude & 0x007fffffu) | 0x00800000u;
+  uint32_t shift = 13;
+  uint32_t half_exponent = 0;
+  if (exponent >= 113) {  // 2^-14 and up: a normal half
+    half_exponent = exponent - 112;
+    significand &= 0x007fffffu;  // the half keeps the implicit bit implicit too
+  } else {
+    if (exponent < 102) return sign;  // below 2^-25 (and zero): rounds to a signed zero
+    shift = 126 - exponent;          // 14 ... 24
+  }
+  uint32_t half = (half_exponent << 10) | (significand >> shift);
+  const uint32_t rest = significand & ((1u << shift) - 1u);
+  const uint32_t halfway = 1u << (shift - 1u);
+  if (rest > halfway || (rest == halfway && (half & 1u) != 0)) ++half;  // a carry moves up the exponent
+  return static_cast<uint16_t>(sign | half);
+}
+
 namespace {
 
-// A contiguous f32 tensor as BF16 bits.
-std::vector<uint16_t> bf16_bits(const Tensor& contiguous_f32) {
+// A contiguous f32 tensor as the bits of the half type `dtype` (F16 or BF16).
+std::vector<uint16_t> half_bits(const Tensor& contiguous_f32, SafetensorsDType dtype) {
   std::vector<uint16_t> out(static_cast<size_t>(contiguous_f32.numel()));
   const float* p = contiguous_f32.data<float>();
-  for (size_t i = 0; i < out.size(); ++i) out[i] = float_to_bf16(p[i]);
+  const auto narrow = dtype == SafetensorsDType::F16 ? float_to_f16 : float_to_bf16;
+  for (size_t i = 0; i < out.size(); ++i) out[i] = narrow(p[i]);
   return out;
 }
+
+bool is_half(SafetensorsDType dtype) { return dtype == SafetensorsDType::F16 || dtype == SafetensorsDType::BF16; }
 
 }  // namespace
 
@@ -172,11 +211,11 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
     } else {
       if (!e.tensor.defined()) throw std::invalid_argument("save_safetensors: tensor '" + e.name + "' is undefined");
       const SafetensorsDType want = e.tensor.dtype() == DType::f32 ? SafetensorsDType::F32 : SafetensorsDType::F64;
-      if (e.dtype == SafetensorsDType::BF16 && want == SafetensorsDType::F32) {
+      if (is_half(e.dtype) && want == SafetensorsDType::F32) {
         // Converted twice (here for the checksum, again when written) rather than held: a
-        // model's BF16 copy would be half its size again in memory.
+        // model's half copy would be half its size again in memory.
         blocks[i] = e.tensor.contiguous();
-        const std::vector<uint16_t> half = bf16_bits(blocks[i]);
+        const std::vector<uint16_t> half = half_bits(blocks[i], e.dtype);
         bytes = static_cast<uint64_t>(half.size()) * 2;
         checksums[e.name] = hex32(crc32c(half.data(), static_cast<size_t>(bytes)));
       } else if (want != e.dtype) {
@@ -217,8 +256,8 @@ void save_safetensors(const std::string& path, const SafetensorsFile& file) {
     const SafetensorsEntry& e = file.entries[i];
     if (e.dtype == SafetensorsDType::I64) {
       out.write(e.indices.data.data(), e.indices.data.size() * sizeof(int64_t));
-    } else if (e.dtype == SafetensorsDType::BF16) {
-      const std::vector<uint16_t> half = bf16_bits(blocks[i]);
+    } else if (is_half(e.dtype)) {
+      const std::vector<uint16_t> half = half_bits(blocks[i], e.dtype);
       out.write(half.data(), half.size() * 2);
     } else {
       out.write(blocks[i].raw_data(), static_cast<size_t>(blocks[i].numel()) * safetensors_element_size(e.dtype));

@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,9 +43,10 @@ namespace ag {
 
 // F16 and BF16 (half precision, as Hugging Face ships many models) are read: a file's tensor in
 // either becomes an f32 Tensor as it is loaded (exactly: every half value is a float value), and
-// the families' imports widen them as they read (models/gpt/gpt_weights.h). BF16 is also
-// written, from an f32 tensor rounded to the nearest bfloat16 (ties to even), for exports that
-// halve a model's file (SafetensorsFile::add_bf16).
+// the families' imports widen them as they read (models/gpt/gpt_weights.h). Both are written
+// too: an entry of either dtype holds an f32 tensor, rounded to the nearest half (ties to even)
+// as the file is written, so a half file read and saved again is byte for byte the same, and an
+// export can halve a model's file (SafetensorsFile::add_bf16).
 enum class SafetensorsDType { F32, F64, I64, F16, BF16 };
 const char* safetensors_dtype_name(SafetensorsDType dtype);  // "F32", "F64", "I64", "F16", "BF16"
 // Bytes of one element: 2 for F16 and BF16, 4 for F32, 8 for F64 and I64.
@@ -52,8 +54,36 @@ size_t safetensors_element_size(SafetensorsDType dtype);
 // One half-precision value (its bits, little-endian as stored) as a float, exactly.
 float f16_to_float(uint16_t bits);
 float bf16_to_float(uint16_t bits);
-// The bfloat16 nearest to x (ties to even; NaN stays a NaN, infinities stay), as its bits.
+// The bfloat16 or IEEE half nearest to x, as its bits: ties to even, overflow to infinity,
+// infinities stay, a NaN stays a NaN with its sign and the top of its payload.
 uint16_t float_to_bf16(float x);
+uint16_t float_to_f16(float x);
+
+// A stored half value as the weight readers template over the stored types: its bits, widened
+// exactly by an explicit conversion (the families' imports, models/*/).
+struct StoredF16 {
+  uint16_t bits;
+  explicit operator float() const { return f16_to_float(bits); }
+  explicit operator double() const { return f16_to_float(bits); }
+};
+struct StoredBF16 {
+  uint16_t bits;
+  explicit operator float() const { return bf16_to_float(bits); }
+  explicit operator double() const { return bf16_to_float(bits); }
+};
+// Calls f with a value of the C++ type a floating dtype is stored as: float (F32), double (F64),
+// StoredF16 or StoredBF16. std::logic_error for I64, which a reader refuses before it gets here.
+template <typename F>
+void with_stored_type(SafetensorsDType dtype, F&& f) {
+  switch (dtype) {
+    case SafetensorsDType::F32: f(float{}); return;
+    case SafetensorsDType::F64: f(double{}); return;
+    case SafetensorsDType::F16: f(StoredF16{}); return;
+    case SafetensorsDType::BF16: f(StoredBF16{}); return;
+    case SafetensorsDType::I64: break;
+  }
+  throw std::logic_error("with_stored_type: an I64 tensor where floats were expected");
+}
 
 // One named tensor. Floating data lives in `tensor`, integer data in `indices`; the other is
 // left empty.
