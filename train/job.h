@@ -7,7 +7,7 @@
 // measures. Three jobs ship with the library, one short file each:
 //
 //   SequenceJob  (models/toy/sequence_job.h)  an encoder tagger on a generated toy task
-//   GPTJob       (models/gpt/gpt_job.h)       a GPT language model on a token stream
+//   LanguageModelJob (text/lm_job.h)          a language model of any family on a token stream
 //   Seq2SeqJob   (models/seq2seq/seq2seq_job.h)   an encoder-decoder on generated variable-length pairs
 //
 // A new kind of model needs a new job (and nothing in the loop): implement the few functions

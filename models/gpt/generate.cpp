@@ -50,4 +50,8 @@ std::vector<int64_t> generate(GPT& model, const std::vector<int64_t>& prompt, co
   return generate_with(decoder, prompt, o);
 }
 
+std::vector<int64_t> GPT::generate(const std::vector<int64_t>& prompt, const GenerateOptions& options) {
+  return ag::generate(*this, prompt, options);
+}
+
 }  // namespace ag

@@ -49,6 +49,7 @@
 #include "attograd/layers/dropout.h"
 #include "attograd/layers/embedding.h"
 #include "attograd/layers/kv_cache.h"
+#include "attograd/layers/language_model.h"
 #include "attograd/layers/layer_norm.h"
 #include "attograd/layers/module.h"
 #include "attograd/layers/positional.h"
@@ -92,13 +93,13 @@ void validate(const GPTOptions& options);
 GPTOptions gpt_preset(const std::string& name);
 const std::vector<std::string>& gpt_preset_names();
 
-class GPT : public Module {
+class GPT : public LanguageModel {
  public:
   explicit GPT(const GPTOptions& options);
 
   // ids: (B, T) in [0, vocab), 1 <= T <= block_size -> logits (B, T, vocab). Position t uses
   // pos.weight[t] and attends to positions 0 .. t.
-  Variable forward(const Indices& ids);
+  Variable forward(const Indices& ids) override;
   Variable operator()(const Indices& ids) { return forward(ids); }
 
   // Incremental decoding: ids (B, T_new) are positions P .. P+T_new-1 of the window, where
@@ -115,7 +116,15 @@ class GPT : public Module {
   // the (B*T, vocab) logits never exist whole (chunks of linear_cross_entropy_chunk(vocab)
   // rows). cross_entropy(forward(ids), targets) up to rounding; the same bits when one chunk
   // covers every position, as for small vocabularies.
-  Variable loss(const Indices& ids, const Indices& targets);
+  Variable loss(const Indices& ids, const Indices& targets) override;
+
+  // LanguageModel's view: "gpt", gpt_options_to_json, vocab, block_size, and generate.h's
+  // generate().
+  std::string family() const override { return "gpt"; }
+  std::string options_json() const override;
+  int64_t vocab_size() const override { return options_.vocab; }
+  int64_t context_length() const override { return options_.block_size; }
+  std::vector<int64_t> generate(const std::vector<int64_t>& prompt, const GenerateOptions& options) override;
 
   // The same model after the token lookup: x (B, T, d_model) token embeddings -> logits
   // (B, T, vocab). Lets a gradient check differentiate with respect to the embeddings; the
@@ -139,7 +148,7 @@ class GPT : public Module {
   // cache) keeps only each block's input and runs the block again during backward; the
   // gradients are the same bits, the memory of the blocks' activations is one block's. Off by
   // default; not a model option (checkpoints do not record it).
-  void set_recompute(bool on) { recompute_ = on; }
+  void set_recompute(bool on) override { recompute_ = on; }
   bool recompute() const { return recompute_; }
   // The vocabulary head's table (padded_vocab, d_model): the very Variable embed.weight holds;
   // the head reads its first vocab rows.

@@ -22,4 +22,6 @@ GPTOptions gpt_options_from_json(const std::string& text) {
   return options_from_json<GPTOptions>(text, kGPTFields, "gpt_options_from_json: ");
 }
 
+std::string GPT::options_json() const { return gpt_options_to_json(options_); }
+
 }  // namespace ag

@@ -27,6 +27,7 @@
 #include "attograd/core/indices.h"
 #include "attograd/layers/embedding.h"
 #include "attograd/layers/kv_cache.h"
+#include "attograd/layers/language_model.h"
 #include "attograd/layers/linear.h"
 #include "attograd/layers/llama_block.h"
 #include "attograd/layers/module.h"
@@ -88,12 +89,12 @@ class LlamaBody : public Module {
   RMSNorm& norm_;
 };
 
-class Llama : public Module {
+class Llama : public LanguageModel {
  public:
   explicit Llama(const LlamaOptions& options);
 
   // ids: (B, T) in [0, vocab), 1 <= T <= max_positions -> logits (B, T, vocab).
-  Variable forward(const Indices& ids);
+  Variable forward(const Indices& ids) override;
   Variable operator()(const Indices& ids) { return forward(ids); }
   // ids (B, T_new) at positions P .. P + T_new - 1, P = cache.length(): rows P .. of
   // forward(all ids so far), (B, T_new, vocab). Builds no graph. The cache must fit (make_cache);
@@ -101,7 +102,14 @@ class Llama : public Module {
   Variable forward(const Indices& ids, KvCache& cache);
   // Mean next-token cross-entropy of ids against targets (B, T) (ignore_index -100), the head and
   // the loss a chunk of rows at a time (linear_cross_entropy).
-  Variable loss(const Indices& ids, const Indices& targets);
+  Variable loss(const Indices& ids, const Indices& targets) override;
+  // LanguageModel's view: "llama", llama_options_to_json, vocab, max_positions, and
+  // llama_generate.h's generate().
+  std::string family() const override { return "llama"; }
+  std::string options_json() const override;
+  int64_t vocab_size() const override { return options_.vocab; }
+  int64_t context_length() const override { return options_.max_positions; }
+  std::vector<int64_t> generate(const std::vector<int64_t>& prompt, const GenerateOptions& options) override;
   // Token embeddings x (B, T, d_model) -> logits, for gradient checks with respect to x.
   Variable forward_embedded(const Variable& x);
   // The final RMSNorm's output (B, T, d_model) for token embeddings x, and the head.
@@ -116,7 +124,7 @@ class Llama : public Module {
   // The head's weight (vocab, d_model): lm_head.weight, or model.embed_tokens.weight when tied.
   const Variable& head_weight() const;
   // Activation recompute for training (autograd/recompute.h), as GPT::set_recompute.
-  void set_recompute(bool on) { recompute_ = on; }
+  void set_recompute(bool on) override { recompute_ = on; }
   bool recompute() const { return recompute_; }
   std::string name() const override { return "Llama"; }
 

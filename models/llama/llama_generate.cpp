@@ -52,4 +52,8 @@ std::vector<int64_t> generate(Llama& model, const std::vector<int64_t>& prompt, 
   return generate_with(decoder, prompt, o);
 }
 
+std::vector<int64_t> Llama::generate(const std::vector<int64_t>& prompt, const GenerateOptions& options) {
+  return ag::generate(*this, prompt, options);
+}
+
 }  // namespace ag

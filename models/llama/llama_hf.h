@@ -39,6 +39,9 @@ namespace ag {
 
 // The options config.json describes; std::runtime_error naming the file and the key.
 LlamaOptions llama_options_from_hf_config(const std::string& config_path);
+// The same from the config's text (a checkpoint's "model" entry, which is this config: the
+// model's options_json()); `name` stands for the file in messages.
+LlamaOptions llama_options_from_hf_json(const std::string& text, const std::string& name);
 // The config.json of a model with these options (what write_llama_hf writes).
 std::string llama_hf_config_json(const LlamaOptions& options, const std::string& torch_dtype = "float32");
 // "LlamaForCausalLM", "Qwen2ForCausalLM" or "Qwen3ForCausalLM": the class that computes `options`.

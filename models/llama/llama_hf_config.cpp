@@ -104,9 +104,13 @@ RopeScaling rope_scaling(const ConfigReader& c) {
 }  // namespace
 
 LlamaOptions llama_options_from_hf_config(const std::string& path) {
+  return llama_options_from_hf_json(read_file(path), path);
+}
+
+LlamaOptions llama_options_from_hf_json(const std::string& text, const std::string& path) {
   Json config;
   try {
-    config = parse_json(read_file(path));
+    config = parse_json(text);
   } catch (const JsonError& e) {
     throw std::runtime_error("Hugging Face config '" + path + "': not JSON: " + e.what());
   }
@@ -160,6 +164,8 @@ LlamaOptions llama_options_from_hf_config(const std::string& path) {
   }
   return resolved(o);
 }
+
+std::string Llama::options_json() const { return llama_hf_config_json(options_); }
 
 const char* llama_hf_architecture(const LlamaOptions& o) {
   if (o.qk_norm) return "Qwen3ForCausalLM";

@@ -155,7 +155,7 @@ BOOST_AUTO_TEST_CASE(trainer_options_round_trip_and_refuse_bad_values) {
   AG_CHECK_THROWS_WITH(trainer_options_from_json(R"({"lr":1})"), std::invalid_argument, "missing");
   GPTJobOptions job = tiny_job();
   job.batch = 0;
-  AG_CHECK_THROWS_WITH(validate(job), std::invalid_argument, "GPTJob", "batch", "got 0");
+  AG_CHECK_THROWS_WITH(validate(job), std::invalid_argument, "language model job", "batch", "got 0");
   job = tiny_job();
   job.train_fraction = 1.0;
   AG_CHECK_THROWS_WITH(validate(job), std::invalid_argument, "train_fraction", "got 1");
