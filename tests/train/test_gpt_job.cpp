@@ -32,18 +32,6 @@
 namespace ag::testing {
 namespace {
 
-// About 2,600 characters of English-like text with a vocabulary of 27: enough for a split whose
-// both parts hold several windows of 16.
-std::string tiny_text() {
-  const std::string verse =
-      "the cat sat on the mat and the dog sat on the log\n"
-      "a bird in the hand is worth two in the bush\n"
-      "all that glitters is not gold\n";
-  std::string text;
-  for (int i = 0; i < 20; ++i) text += verse;
-  return text;
-}
-
 void write_text_file(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 GPTOptions tiny_gpt(int64_t vocab, double dropout = 0.0) {
@@ -53,20 +41,6 @@ GPTOptions tiny_gpt(int64_t vocab, double dropout = 0.0) {
 // The job's options: what the data and the batches are (seed 11 also seeds the model below).
 GPTJobOptions tiny_job() { return {.batch = 8, .seed = 11, .eval_windows = 16, .sample_tokens = 8}; }
 
-// The loop's options: AdamW at the settings the GPT trainer used before the one loop.
-TrainerOptions tiny_options(int64_t steps, OptimizerKind optimizer = OptimizerKind::adamw) {
-  TrainerOptions o;
-  o.optimizer = optimizer;
-  o.lr = 1e-2;
-  o.min_lr = 1e-3;
-  o.weight_decay = 0.1;
-  o.warmup_steps = 5;
-  o.steps = steps;
-  o.eval_every = 5;
-  o.threads = 1;
-  return o;
-}
-
 // A model, tokenizer, job and trainer built as train_gpt builds them: seeded before the model.
 struct Run {
   Tokenizer tok;
@@ -75,23 +49,14 @@ struct Run {
   std::unique_ptr<Trainer> trainer;
 
   Run(const TrainerOptions& o, TrainerOutputs outputs = {}, double dropout = 0.0, const GPTJobOptions& j = tiny_job(),
-      const std::string& text = tiny_text()) {
-    tok = Tokenizer::characters(tiny_text());
+      const std::string& text = lm_test_text()) {
+    tok = Tokenizer::characters(lm_test_text());
     manual_seed(j.seed);
     model = std::make_unique<GPT>(tiny_gpt(tok.vocab_size(), dropout));
     job = std::make_unique<GPTJob>(*model, tok, tok.encode(text), j);
     trainer = std::make_unique<Trainer>(*job, o, std::move(outputs));
   }
 };
-
-std::vector<double> parameter_values(const GPT& model) {
-  std::vector<double> out;
-  for (const auto& [name, t] : model.state_dict()) {
-    const std::vector<double> v = t.to_vector();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
 
 // An encoder-decoder checkpoint after one update, to hand to the GPT side.
 void write_seq2seq_checkpoint(const std::string& path) {
@@ -141,15 +106,15 @@ BOOST_AUTO_TEST_CASE(gpt_options_round_trip_through_json_and_bad_json_is_refused
 
 BOOST_AUTO_TEST_CASE(trainer_options_round_trip_and_refuse_bad_values) {
   for (const OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adam, OptimizerKind::adamw}) {
-    const TrainerOptions o = tiny_options(40, kind);
+    const TrainerOptions o = lm_test_options(40, kind);
     const TrainerOptions back = trainer_options_from_json(trainer_options_to_json(o));
     BOOST_TEST(trainer_options_to_json(back) == trainer_options_to_json(o));
     BOOST_TEST((back.optimizer == kind));
   }
-  TrainerOptions bad = tiny_options(40);
+  TrainerOptions bad = lm_test_options(40);
   bad.warmup_steps = 40;
   AG_CHECK_THROWS_WITH(validate(bad), std::invalid_argument, "warmup_steps 40", "steps 40");
-  bad = tiny_options(40);
+  bad = lm_test_options(40);
   bad.min_lr = 1.0;
   AG_CHECK_THROWS_WITH(validate(bad), std::invalid_argument, "min_lr", "1");
   AG_CHECK_THROWS_WITH(trainer_options_from_json(R"({"lr":1})"), std::invalid_argument, "missing");
@@ -169,7 +134,7 @@ BOOST_AUTO_TEST_CASE(job_options_come_back_from_the_checkpoint_with_the_whole_se
   j.seed = std::numeric_limits<uint64_t>::max();
   j.batch = 3;
   j.train_fraction = 0.75;
-  Run run(tiny_options(10), {}, 0.0, j);
+  Run run(lm_test_options(10), {}, 0.0, j);
   run.trainer->save_checkpoint(dir.file("ckpt.safetensors"));
   const Checkpoint ck = Checkpoint::open(dir.file("ckpt.safetensors"));
   const GPTJobOptions back = gpt_job_options_from(ck, {.eval_windows = 5, .sample_tokens = 0});
@@ -184,7 +149,7 @@ BOOST_AUTO_TEST_CASE(job_options_come_back_from_the_checkpoint_with_the_whole_se
 // biases and the LayerNorms is bit for bit the update without decay, and each matrix's is that
 // update less lr * wd times the matrix before the step (p (1 - lr wd) + u = (p + u) - lr wd p).
 BOOST_AUTO_TEST_CASE(decay_on_matrices_leaves_biases_norms_and_embedding_tables_alone) {
-  TrainerOptions decayed = tiny_options(10);
+  TrainerOptions decayed = lm_test_options(10);
   decayed.weight_decay = 0.5;
   decayed.decay = DecayParams::matrices;
   decayed.warmup_steps = 0;  // the first update at the peak lr
@@ -230,7 +195,7 @@ BOOST_AUTO_TEST_CASE(decay_on_matrices_leaves_biases_norms_and_embedding_tables_
 BOOST_AUTO_TEST_CASE(the_whole_split_is_every_window_once_and_eval_windows_sets_the_sample) {
   GPTJobOptions j = tiny_job();
   j.batch = 4;
-  Run run(tiny_options(10), {}, 0.0, j);
+  Run run(lm_test_options(10), {}, 0.0, j);
   const std::vector<int64_t>& val = run.job->data().val;
   const int64_t block = run.model->options().block_size;
   const SplitLoss whole = run.job->evaluate_whole_split();
@@ -252,7 +217,7 @@ BOOST_AUTO_TEST_CASE(the_whole_split_is_every_window_once_and_eval_windows_sets_
   // Fewer evaluation windows read another sample of the split; the default evaluation is unchanged.
   const double sampled = run.trainer->evaluate().loss;
   j.eval_windows = 5;
-  Run fewer(tiny_options(10), {}, 0.0, j);
+  Run fewer(lm_test_options(10), {}, 0.0, j);
   BOOST_TEST(fewer.trainer->evaluate().loss != sampled);
   BOOST_TEST(sampled != whole.loss);
 }
@@ -263,8 +228,8 @@ BOOST_AUTO_TEST_CASE(bits_per_byte_of_the_byte_tokenizer_is_the_loss_over_ln2_ex
   const Tokenizer tok = Tokenizer::bytes();
   manual_seed(3);
   GPT model(tiny_gpt(tok.vocab_size()));
-  GPTJob job(model, tok, tok.encode(tiny_text()), tiny_job());
-  Trainer trainer(job, tiny_options(10));
+  GPTJob job(model, tok, tok.encode(lm_test_text()), tiny_job());
+  Trainer trainer(job, lm_test_options(10));
   for (int i = 0; i < 3; ++i) trainer.train_step();
   const Evaluation e = trainer.evaluate();
   BOOST_TEST(std::isfinite(e.loss));
@@ -312,7 +277,7 @@ BOOST_AUTO_TEST_CASE(bits_per_byte_of_the_char_tokenizer_counts_the_utf8_bytes_o
   BOOST_TEST(whole.bits_per_byte == by_hand, boost::test_tools::tolerance(1e-5));
   BOOST_TEST(std::abs(whole.bits_per_byte - whole.loss / std::log(2.0)) > 0.05);
   // The sampled evaluation counts its own windows' bytes the same way.
-  const Evaluation e = Trainer(job, tiny_options(10)).evaluate();
+  const Evaluation e = Trainer(job, lm_test_options(10)).evaluate();
   BOOST_TEST(e.bits_per_byte < e.loss / std::log(2.0));
   BOOST_TEST(e.bits_per_byte > e.loss / std::log(2.0) / 4);
 }
@@ -321,7 +286,7 @@ BOOST_AUTO_TEST_CASE(bits_per_byte_of_the_char_tokenizer_counts_the_utf8_bytes_o
 // evaluation, the baseline included: the figure the evaluation computed.
 BOOST_AUTO_TEST_CASE(the_metrics_log_carries_bits_per_byte) {
   TempDir dir;
-  Run run(tiny_options(10), {.log_path = dir.file("metrics.jsonl")});
+  Run run(lm_test_options(10), {.log_path = dir.file("metrics.jsonl")});
   const TrainSummary s = run.trainer->run();
   const std::vector<MetricsRow> rows = read_metrics_log(dir.file("metrics.jsonl"));
   BOOST_REQUIRE(rows.size() == 3u);  // steps 0, 5 and 10
@@ -334,7 +299,7 @@ BOOST_AUTO_TEST_CASE(the_metrics_log_carries_bits_per_byte) {
 }
 
 BOOST_AUTO_TEST_CASE(the_loss_falls_over_fifty_steps) {
-  Run run(tiny_options(50));
+  Run run(lm_test_options(50));
   const Evaluation before = run.trainer->evaluate();
   std::vector<double> losses;
   for (int i = 0; i < 50; ++i) losses.push_back(run.trainer->train_step().loss);
@@ -358,7 +323,7 @@ BOOST_AUTO_TEST_CASE(a_text_too_short_for_the_context_is_refused_naming_both_num
 
 BOOST_AUTO_TEST_CASE(a_stopped_and_resumed_run_is_bit_exact_and_request_stop_saves) {
   TempDir dir;
-  const TrainerOptions o = tiny_options(12);
+  const TrainerOptions o = lm_test_options(12);
   // Dropout draws from the default generator, so its state must travel in the checkpoint too.
   std::vector<double> straight_losses;
   Run straight(o, {.on_step = [&](int64_t, double loss) { straight_losses.push_back(loss); }}, 0.1);
@@ -402,7 +367,7 @@ BOOST_AUTO_TEST_CASE(a_stopped_and_resumed_run_is_bit_exact_and_request_stop_sav
 // uninterrupted one bit for bit. The three trajectories differ, so the choice is not ignored.
 BOOST_AUTO_TEST_CASE(every_optimizer_trains_and_resumes_bit_exact) {
   check_every_optimizer_resumes_bit_exact<Run>(
-      [](OptimizerKind kind) { return tiny_options(12, kind); },
+      [](OptimizerKind kind) { return lm_test_options(12, kind); },
       [](const GPT& model) { return parameter_values(model); },
       [](const Checkpoint& ck, const char* name) {
         BOOST_TEST(ck.entry("trainer").find(std::string("\"optimizer\":\"") + name + "\"") != std::string::npos,
@@ -417,7 +382,7 @@ BOOST_AUTO_TEST_CASE(every_optimizer_trains_and_resumes_bit_exact) {
 BOOST_AUTO_TEST_CASE(a_resume_reads_the_checkpoint_once_from_the_opened_object) {
   TempDir dir;
   const std::string path = dir.file("ckpt.safetensors");
-  const TrainerOptions o = tiny_options(12);
+  const TrainerOptions o = lm_test_options(12);
   std::vector<double> straight_losses;
   Run straight(o, {.on_step = [&](int64_t, double loss) { straight_losses.push_back(loss); }}, 0.1);
   straight.trainer->run();
@@ -452,7 +417,7 @@ BOOST_AUTO_TEST_CASE(a_resume_reads_the_checkpoint_once_from_the_opened_object) 
   BOOST_TEST(gpt_options_to_json(model_options) == gpt_options_to_json(straight.model->options()));
 
   GPT model(model_options);
-  GPTJob job(model, tok, tok.encode(tiny_text()), job_options);
+  GPTJob job(model, tok, tok.encode(lm_test_text()), job_options);
   Trainer trainer(job, trainer_options, {.on_step = [&](int64_t, double loss) { losses.push_back(loss); }});
   trainer.resume(ck);
   BOOST_TEST(trainer.step() == 7);
@@ -469,12 +434,12 @@ BOOST_AUTO_TEST_CASE(a_resume_reads_the_checkpoint_once_from_the_opened_object) 
 
 BOOST_AUTO_TEST_CASE(resume_refuses_another_text_or_configuration) {
   TempDir dir;
-  const TrainerOptions o = tiny_options(10);
+  const TrainerOptions o = lm_test_options(10);
   Run run(o);
   run.trainer->train_step();
   run.trainer->save_checkpoint(dir.file("ckpt.safetensors"));
 
-  std::string other = tiny_text();
+  std::string other = lm_test_text();
   other[5] = 'd';  // one character differs: same vocabulary, same length
   Run on_other(o, {}, 0.0, tiny_job(), other);
   const std::vector<double> before = parameter_values(*on_other.model);
@@ -499,7 +464,7 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_text_or_configuration) {
   BOOST_TEST(extended.trainer->step() == checkpoint_step(Checkpoint::open(dir.file("ckpt.safetensors"))));
   BOOST_TEST(extended.trainer->options().steps == 20);
   // Another optimizer is another trajectory.
-  Run sgd(tiny_options(10, OptimizerKind::sgd));
+  Run sgd(lm_test_options(10, OptimizerKind::sgd));
   AG_CHECK_THROWS_WITH(sgd.trainer->resume(dir.file("ckpt.safetensors")), std::runtime_error, "trainer",
                        "\"optimizer\":\"adamw\"", "\"optimizer\":\"sgd\"");
 }
@@ -510,21 +475,21 @@ BOOST_AUTO_TEST_CASE(resume_refuses_another_text_or_configuration) {
 // resumes with a job given none: the token checksum alone guards its text.
 BOOST_AUTO_TEST_CASE(the_data_entry_names_every_source_and_old_entries_without_them_still_resume) {
   TempDir dir;
-  write_text_file(dir.file("a.txt"), tiny_text());
+  write_text_file(dir.file("a.txt"), lm_test_text());
   write_text_file(dir.file("b.txt"), "the dog sat on the cat\n");
-  const TrainerOptions o = tiny_options(10);
+  const TrainerOptions o = lm_test_options(10);
   const auto job_on = [&](const Tokenizer& tok, const Corpus& c, GPT& model) {
     return std::make_unique<GPTJob>(model, tok, tok.encode(c.text), tiny_job(), c.parts);
   };
   const Corpus ab = read_corpus_sources({dir.file("a.txt"), dir.file("b.txt")});
   const Corpus ba = read_corpus_sources({dir.file("b.txt"), dir.file("a.txt")});
-  const Tokenizer tok = Tokenizer::characters(tiny_text());
+  const Tokenizer tok = Tokenizer::characters(lm_test_text());
   manual_seed(1);
   GPT model(tiny_gpt(tok.vocab_size()));
   const auto job = job_on(tok, ab, model);
   const std::string entry = job->metadata().at("data");
-  const std::string a_part = R"({"name":"a.txt","bytes":)" + std::to_string(tiny_text().size()) +
-                             R"(,"crc32c":)" + std::to_string(crc32c(tiny_text().data(), tiny_text().size())) + "}";
+  const std::string a_part = R"({"name":"a.txt","bytes":)" + std::to_string(lm_test_text().size()) +
+                             R"(,"crc32c":)" + std::to_string(crc32c(lm_test_text().data(), lm_test_text().size())) + "}";
   BOOST_TEST(entry.find(R"("corpus":[)" + a_part + R"(,{"name":"b.txt","bytes":23,)") != std::string::npos, entry);
   Trainer trainer(*job, o);
   trainer.train_step();
@@ -570,7 +535,7 @@ BOOST_AUTO_TEST_CASE(the_data_entry_names_every_source_and_old_entries_without_t
 
 BOOST_AUTO_TEST_CASE(the_checkpoint_names_its_kind_and_holds_the_tied_weight_once_and_reloads_it_tied) {
   TempDir dir;
-  Run run(tiny_options(10));
+  Run run(lm_test_options(10));
   for (int i = 0; i < 3; ++i) run.trainer->train_step();
   const std::string path = dir.file("ckpt.safetensors");
   run.trainer->save_checkpoint(path);
@@ -586,7 +551,7 @@ BOOST_AUTO_TEST_CASE(the_checkpoint_names_its_kind_and_holds_the_tied_weight_onc
   BOOST_TEST(checkpoint_model_kind(read_checkpoint_info(path)) == "gpt");
   BOOST_TEST(file.metadata.at("tokenizer") == run.tok.to_json());
   BOOST_TEST(file.metadata.at("model") == gpt_options_to_json(run.model->options()));
-  BOOST_TEST(file.metadata.at("trainer") == trainer_options_to_json(tiny_options(10)));
+  BOOST_TEST(file.metadata.at("trainer") == trainer_options_to_json(lm_test_options(10)));
   BOOST_TEST(file.metadata.count("data") == 1u);
   BOOST_TEST(file.metadata.count("loop") == 1u);
 
@@ -604,12 +569,12 @@ BOOST_AUTO_TEST_CASE(the_checkpoint_names_its_kind_and_holds_the_tied_weight_onc
 
 BOOST_AUTO_TEST_CASE(a_model_on_a_byte_pair_encoding_reloads_with_it_from_its_checkpoint) {
   TempDir dir;
-  const std::string text = tiny_text();
+  const std::string text = lm_test_text();
   const Tokenizer tok = Tokenizer::bpe(train_bpe({{.name = "tiny", .text = text}}, {.vocab_size = 300}));
   manual_seed(tiny_job().seed);
   GPT model(tiny_gpt(tok.vocab_size()));
   GPTJob job(model, tok, tok.encode(text), tiny_job());
-  Trainer trainer(job, tiny_options(10));
+  Trainer trainer(job, lm_test_options(10));
   trainer.train_step();
   const std::string path = dir.file("ckpt.safetensors");
   trainer.save_checkpoint(path);
@@ -627,7 +592,7 @@ BOOST_AUTO_TEST_CASE(a_model_on_a_byte_pair_encoding_reloads_with_it_from_its_ch
 // key), while resuming one is refused by name (its trajectory options are not the loop's).
 BOOST_AUTO_TEST_CASE(a_checkpoint_from_before_the_one_loop_still_loads_for_generation) {
   TempDir dir;
-  Run run(tiny_options(10));
+  Run run(lm_test_options(10));
   for (int i = 0; i < 3; ++i) run.trainer->train_step();
   const std::string path = dir.file("old.safetensors");
   run.trainer->save_checkpoint(path);
@@ -646,7 +611,7 @@ BOOST_AUTO_TEST_CASE(a_checkpoint_from_before_the_one_loop_still_loads_for_gener
   const Indices ids(Shape{1, 6}, run.tok.encode("the ca"));
   BOOST_TEST(max_abs_diff((*loaded.model)(ids).value(), (*run.model)(ids).value()) == 0.0);
 
-  Run fresh(tiny_options(10));
+  Run fresh(lm_test_options(10));
   AG_CHECK_THROWS_WITH(fresh.trainer->resume(path), std::runtime_error, "old.safetensors", "'model'");
   BOOST_TEST(fresh.trainer->step() == 0);
 }
@@ -680,7 +645,7 @@ BOOST_AUTO_TEST_CASE(loading_for_generation_refuses_a_checkpoint_of_another_mode
 BOOST_AUTO_TEST_CASE(resuming_a_checkpoint_of_another_kind_is_refused_naming_both_kinds) {
   TempDir dir;
   write_seq2seq_checkpoint(dir.file("s2s.safetensors"));
-  Run run(tiny_options(10));
+  Run run(lm_test_options(10));
   const std::vector<double> before = parameter_values(*run.model);
   AG_CHECK_THROWS_WITH(run.trainer->resume(dir.file("s2s.safetensors")), std::runtime_error, "s2s.safetensors",
                        "encoder-decoder", "train_seq2seq", "not a GPT language model", "train_gpt");
@@ -695,7 +660,7 @@ BOOST_AUTO_TEST_CASE(resuming_a_checkpoint_of_another_kind_is_refused_naming_bot
 
 BOOST_AUTO_TEST_CASE(divergence_stops_with_a_message_and_leaves_the_last_good_checkpoint) {
   TempDir dir;
-  TrainerOptions o = tiny_options(30);
+  TrainerOptions o = lm_test_options(30);
   o.lr = 1e3;  // each AdamW step moves every weight by about lr: the logits explode at once
   o.min_lr = 0;
   o.warmup_steps = 0;
@@ -726,7 +691,7 @@ BOOST_AUTO_TEST_CASE(divergence_stops_with_a_message_and_leaves_the_last_good_ch
 // value and say why in its commit. (Recorded with GPTTrainer; the one loop reproduces it.)
 BOOST_AUTO_TEST_CASE(a_golden_run_ends_at_its_recorded_loss) {
   double last = 0;
-  Run run(tiny_options(20), {.on_step = [&](int64_t, double loss) { last = loss; }}, 0.1);
+  Run run(lm_test_options(20), {.on_step = [&](int64_t, double loss) { last = loss; }}, 0.1);
   run.trainer->run();
   constexpr double kRecorded = 2.3643419742584229;  // recorded 2026 on x86-64, 1 thread, f32
   BOOST_TEST(last == kRecorded, boost::test_tools::tolerance(1e-6));  // relative

@@ -20,16 +20,6 @@
 namespace ag::testing {
 namespace {
 
-std::string verse_text() {
-  const std::string verse =
-      "the cat sat on the mat and the dog sat on the log\n"
-      "a bird in the hand is worth two in the bush\n"
-      "all that glitters is not gold\n";
-  std::string text;
-  for (int i = 0; i < 20; ++i) text += verse;
-  return text;
-}
-
 // Grouped-query attention (2 query heads over 1 key/value head), untied head, a context of 64.
 LlamaOptions tiny_llama(int64_t vocab) {
   LlamaOptions o;
@@ -53,19 +43,6 @@ LanguageModelJobOptions tiny_job() {
   return j;
 }
 
-TrainerOptions tiny_options(int64_t steps, OptimizerKind optimizer = OptimizerKind::adamw) {
-  TrainerOptions o;
-  o.optimizer = optimizer;
-  o.lr = 1e-2;
-  o.min_lr = 1e-3;
-  o.weight_decay = 0.1;
-  o.warmup_steps = 5;
-  o.steps = steps;
-  o.eval_every = 5;
-  o.threads = 1;
-  return o;
-}
-
 struct Run {
   Tokenizer tok;
   std::unique_ptr<Llama> model;
@@ -75,22 +52,13 @@ struct Run {
   // `dropout` is there for the shared resume check: the family has none.
   Run(const TrainerOptions& o, TrainerOutputs outputs = {}, double /*dropout*/ = 0.0,
       const LanguageModelJobOptions& j = tiny_job()) {
-    tok = Tokenizer::characters(verse_text());
+    tok = Tokenizer::characters(lm_test_text());
     manual_seed(j.seed);
     model = std::make_unique<Llama>(tiny_llama(tok.vocab_size()));
-    job = std::make_unique<LanguageModelJob>(*model, tok, tok.encode(verse_text()), j);
+    job = std::make_unique<LanguageModelJob>(*model, tok, tok.encode(lm_test_text()), j);
     trainer = std::make_unique<Trainer>(*job, o, std::move(outputs));
   }
 };
-
-std::vector<double> parameter_values(const Llama& model) {
-  std::vector<double> out;
-  for (const auto& [name, t] : model.state_dict()) {
-    const std::vector<double> v = t.to_vector();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -98,7 +66,7 @@ BOOST_AUTO_TEST_SUITE(llama_job)
 
 BOOST_AUTO_TEST_CASE(a_llama_learns_the_text_and_its_checkpoint_names_the_family) {
   TempDir dir;
-  Run run(tiny_options(60), {.checkpoint_path = dir.file("ckpt.safetensors")});
+  Run run(lm_test_options(60), {.checkpoint_path = dir.file("ckpt.safetensors")});
   BOOST_TEST(run.job->block_size() == 16);
   const Evaluation before = run.trainer->evaluate();
   const TrainSummary done = run.trainer->run();
@@ -126,7 +94,7 @@ BOOST_AUTO_TEST_CASE(a_llama_learns_the_text_and_its_checkpoint_names_the_family
 }
 
 BOOST_AUTO_TEST_CASE(every_optimizer_trains_and_resumes_bit_exact) {
-  check_every_optimizer_resumes_bit_exact<Run>([](OptimizerKind kind) { return tiny_options(12, kind); },
+  check_every_optimizer_resumes_bit_exact<Run>([](OptimizerKind kind) { return lm_test_options(12, kind); },
                                                [](const Llama& model) { return parameter_values(model); },
                                                [](const Checkpoint& ck, const char*) {
                                                  BOOST_TEST(checkpoint_model_kind(ck.info()) == "llama");
@@ -135,30 +103,30 @@ BOOST_AUTO_TEST_CASE(every_optimizer_trains_and_resumes_bit_exact) {
 
 BOOST_AUTO_TEST_CASE(another_window_does_not_resume_and_one_beyond_the_context_is_refused) {
   TempDir dir;
-  Run first(tiny_options(8));
+  Run first(lm_test_options(8));
   first.trainer->train_step();
   first.trainer->save_checkpoint(dir.file("ckpt.safetensors"));
   LanguageModelJobOptions longer = tiny_job();
   longer.block_size = 32;
-  Run other(tiny_options(8), {}, 0.0, longer);
+  Run other(lm_test_options(8), {}, 0.0, longer);
   AG_CHECK_THROWS_WITH(other.trainer->resume(dir.file("ckpt.safetensors")), std::runtime_error, "'data'");
 
-  const Tokenizer tok = Tokenizer::characters(verse_text());
+  const Tokenizer tok = Tokenizer::characters(lm_test_text());
   Llama model(tiny_llama(tok.vocab_size()));
   LanguageModelJobOptions too_long = tiny_job();
   too_long.block_size = 65;
-  AG_CHECK_THROWS_WITH(LanguageModelJob(model, tok, tok.encode(verse_text()), too_long), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(LanguageModelJob(model, tok, tok.encode(lm_test_text()), too_long), std::invalid_argument,
                        "block_size 65", "context of 64");
   LanguageModelJobOptions stride = tiny_job();
   stride.eval_stride = 17;
-  AG_CHECK_THROWS_WITH(LanguageModelJob(model, tok, tok.encode(verse_text()), stride), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(LanguageModelJob(model, tok, tok.encode(lm_test_text()), stride), std::invalid_argument,
                        "eval_stride 17", "block_size 16");
   // Without the option the window is the model's whole context.
   LanguageModelJobOptions whole = tiny_job();
   whole.block_size = 0;
-  BOOST_TEST(LanguageModelJob(model, tok, tok.encode(verse_text()), whole).block_size() == 64);
+  BOOST_TEST(LanguageModelJob(model, tok, tok.encode(lm_test_text()), whole).block_size() == 64);
   const Tokenizer bytes = Tokenizer::bytes();
-  AG_CHECK_THROWS_WITH(LanguageModelJob(model, bytes, bytes.encode(verse_text()), tiny_job()), std::invalid_argument,
+  AG_CHECK_THROWS_WITH(LanguageModelJob(model, bytes, bytes.encode(lm_test_text()), tiny_job()), std::invalid_argument,
                        "vocab " + std::to_string(tok.vocab_size()), "256");
 }
 

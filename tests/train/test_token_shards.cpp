@@ -132,15 +132,6 @@ struct ShardRun {
   }
 };
 
-std::vector<double> parameter_values(const GPT& model) {
-  std::vector<double> out;
-  for (const auto& [name, t] : model.state_dict()) {
-    const std::vector<double> v = t.to_vector();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
-}
-
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(token_shards)

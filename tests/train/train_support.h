@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "attograd/layers/module.h"
+#include "attograd/train/trainer.h"
 #include "support.h"
 
 namespace ag::testing {
@@ -101,6 +103,42 @@ void check_every_optimizer_resumes_bit_exact(OptionsFor options_for, ValuesOf va
   }
   BOOST_REQUIRE(finals.size() == 3u);
   BOOST_TEST((finals[0] != finals[1] && finals[1] != finals[2] && finals[0] != finals[2]));
+}
+
+// The language model tests' shared pieces: about 2,600 characters of English-like text with a
+// vocabulary of 27 (enough for a split whose both parts hold several windows of 16), every
+// parameter's values in state_dict order, and the loop's options (AdamW with a short warm-up and
+// cosine decay, evaluations every 5 updates, one thread).
+inline std::string lm_test_text() {
+  const std::string verse =
+      "the cat sat on the mat and the dog sat on the log\n"
+      "a bird in the hand is worth two in the bush\n"
+      "all that glitters is not gold\n";
+  std::string text;
+  for (int i = 0; i < 20; ++i) text += verse;
+  return text;
+}
+
+inline std::vector<double> parameter_values(const Module& model) {
+  std::vector<double> out;
+  for (const auto& [name, t] : model.state_dict()) {
+    const std::vector<double> v = t.to_vector();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+inline TrainerOptions lm_test_options(int64_t steps, OptimizerKind optimizer = OptimizerKind::adamw) {
+  TrainerOptions o;
+  o.optimizer = optimizer;
+  o.lr = 1e-2;
+  o.min_lr = 1e-3;
+  o.weight_decay = 0.1;
+  o.warmup_steps = 5;
+  o.steps = steps;
+  o.eval_every = 5;
+  o.threads = 1;
+  return o;
 }
 
 }  // namespace ag::testing
