@@ -30,6 +30,7 @@
 #include "attograd/models/gpt/gpt_memory.h"
 #include "attograd/models/llama/llama_eval.h"
 #include "attograd/models/llama/llama_hf.h"
+#include "attograd/models/llama/llama_load.h"
 #include "attograd/text/hf_tokenizer.h"
 #include "attograd/text/corpus.h"
 #include "attograd/train/dist/communicator.h"
@@ -89,6 +90,30 @@ Scorer gpt_scorer(const Args& a) {
   return s;
 }
 
+// A Llama-family model with its tokenizer; `what` names the model in the report.
+Scorer llama_scorer_of(Tokenizer tokenizer, std::shared_ptr<Llama> model, const std::string& path,
+                       const std::string& what, const std::string& origin) {
+  Scorer s;
+  s.tokenizer = std::move(tokenizer);
+  const LlamaOptions& o = model->options();
+  if (s.tokenizer.vocab_size() > o.vocab) {
+    throw std::runtime_error("'" + path + "': its tokenizer has " + std::to_string(s.tokenizer.vocab_size()) +
+                             " ids, more than the model's vocabulary of " + std::to_string(o.vocab));
+  }
+  s.context = o.max_positions, s.vocab = o.vocab, s.d_model = o.d_model, s.n_head = o.n_head;
+  s.parameters = static_cast<double>(llama_parameter_count(o));
+  s.description = what + " " + std::to_string(o.n_layers) + " layers, d_model " + std::to_string(o.d_model) +
+                  ", context " + std::to_string(o.max_positions);
+  s.origin = origin;
+  const std::vector<int64_t> token_bytes = s.tokenizer.token_bytes();
+  s.score = [model, token_bytes](const std::vector<int64_t>& tokens, const SlidingWindowOptions& opt, const Ranks& r,
+                                 const WindowProgress& p) {
+    return sliding_window_perplexity(*model, tokens, token_bytes, opt, r, p);
+  };
+  s.owner = model;
+  return s;
+}
+
 // A Hugging Face directory of the Llama family with its tokenizer.json (or --tokenizer).
 Scorer llama_scorer(const Args& a) {
   const std::filesystem::path dir(a.checkpoint);
@@ -100,26 +125,25 @@ Scorer llama_scorer(const Args& a) {
   if (!std::filesystem::exists(json) && a.hints.tokenizer.empty()) {
     throw UsageError("--checkpoint: '" + a.checkpoint + "' has no tokenizer.json; name one with --tokenizer");
   }
-  Scorer s;
-  s.tokenizer = load_tokenizer(a.hints.tokenizer.empty() ? json : a.hints.tokenizer);
   std::shared_ptr<Llama> model = load_llama_hf(a.checkpoint);
-  const LlamaOptions& o = model->options();
-  if (s.tokenizer.vocab_size() > o.vocab) {
-    throw std::runtime_error("'" + a.checkpoint + "': its tokenizer has " + std::to_string(s.tokenizer.vocab_size()) +
-                             " ids, more than the model's vocabulary of " + std::to_string(o.vocab));
+  const std::string architecture = llama_hf_architecture(model->options());
+  return llama_scorer_of(load_tokenizer(a.hints.tokenizer.empty() ? json : a.hints.tokenizer), std::move(model),
+                         a.checkpoint, architecture, "Hugging Face directory");
+}
+
+// A checkpoint of a Llama-family run of train_gpt: its model and tokenizer are the file's.
+Scorer llama_checkpoint_scorer(const Args& a) {
+  if (a.quantize != "none") {
+    throw UsageError("--quantize " + a.quantize + ": int8 weights are for GPT models only so far; '" + a.checkpoint +
+                     "' holds a Llama-family model");
   }
-  s.context = o.max_positions, s.vocab = o.vocab, s.d_model = o.d_model, s.n_head = o.n_head;
-  s.parameters = static_cast<double>(llama_parameter_count(o));
-  s.description = std::string(llama_hf_architecture(o)) + " " + std::to_string(o.n_layers) + " layers, d_model " +
-                  std::to_string(o.d_model) + ", context " + std::to_string(o.max_positions);
-  s.origin = "Hugging Face directory";
-  const std::vector<int64_t> token_bytes = s.tokenizer.token_bytes();
-  s.score = [model, token_bytes](const std::vector<int64_t>& tokens, const SlidingWindowOptions& opt, const Ranks& r,
-                                 const WindowProgress& p) {
-    return sliding_window_perplexity(*model, tokens, token_bytes, opt, r, p);
-  };
-  s.owner = model;
-  return s;
+  if (!a.hints.empty()) {
+    throw UsageError("--tokenizer, --heads and --activation describe another tool's weights; '" + a.checkpoint +
+                     "' is a checkpoint of train_gpt, which says all of them");
+  }
+  LoadedLlama loaded = load_llama_checkpoint(a.checkpoint);
+  const int64_t step = loaded.step;
+  return llama_scorer_of(loaded.tokenizer, std::move(loaded.model), a.checkpoint, "Llama", "step " + std::to_string(step));
 }
 
 int run(const Args& a) {
@@ -128,7 +152,9 @@ int run(const Args& a) {
   set_num_threads(parse_threads(a.threads));
   if (comm.is_root()) std::cerr << blas_kernel_note();
   // The families, each claiming what it reads: a Llama-family directory, else the GPT's formats.
-  const Scorer m = is_llama_hf_directory(a.checkpoint) ? llama_scorer(a) : gpt_scorer(a);
+  const Scorer m = is_llama_hf_directory(a.checkpoint)   ? llama_scorer(a)
+                   : is_llama_checkpoint(a.checkpoint) ? llama_checkpoint_scorer(a)
+                                                       : gpt_scorer(a);
   const int64_t window = a.block_size == 0 ? m.context : a.block_size;
   if (window > m.context) {
     throw UsageError("--block-size " + std::to_string(window) + " is longer than the model's context, " +

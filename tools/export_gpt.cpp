@@ -7,6 +7,11 @@
 //   build/tools/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format hf --out gpt2-export
 //   build/tools/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format llmc --out model.bin
 //
+// A Llama-family checkpoint (train_gpt --preset llama-tiny) is written as a Hugging Face
+// directory of its architecture (config.json, model.safetensors, and tokenizer.json when the run's
+// tokenizer is a byte-pair encoding), which transformers' LlamaForCausalLM loads:
+//   build/tools/export_gpt --checkpoint runs/train_gpt/fortunes/latest/ckpt.safetensors --format hf --out my-llama
+//
 // A fine-tuning run's LoRA adapters are merged into the weights they adapt (W + alpha/r B A), so
 // the exported model computes what the checkpoint does. The tokenizer is not exported: a model
 // trained with --tokenizer gpt2 reads GPT-2's, which the other tools have. A file that exists is
@@ -22,6 +27,10 @@
 #include "attograd/models/gpt/finetune.h"
 #include "attograd/models/gpt/gpt_load.h"
 #include "attograd/models/gpt/gpt_weights.h"
+#include "attograd/models/llama/llama_hf.h"
+#include "attograd/models/llama/llama_load.h"
+#include "attograd/text/hf_tokenizer.h"
+#include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/outputs.h"
 #include "common/tool_main.h"
@@ -37,7 +46,54 @@ struct Args {
   GPTFileHints hints;  // for weights of another tool (the tokenizer is not needed)
 };
 
+// A Llama-family checkpoint of train_gpt, written as a Hugging Face directory: config.json and
+// model.safetensors (float32) for transformers' LlamaForCausalLM, and tokenizer.json when the
+// run's tokenizer is a byte-pair encoding (a byte or character tokenizer has none to write).
+int export_llama(const Args& args) {
+  if (args.format != "hf") {
+    throw UsageError("--format " + args.format + ": '" + args.checkpoint +
+                     "' holds a Llama-family model, which only the Hugging Face layout (hf) expresses");
+  }
+  if (!args.hints.empty()) {
+    throw UsageError("--heads and --activation describe another tool's GPT-2 weights; '" + args.checkpoint +
+                     "' is a checkpoint of train_gpt, which says all of it");
+  }
+  const std::filesystem::path out(args.out);
+  std::vector<OutputFile> files;
+  for (const char* name : {"model.safetensors", "config.json", "tokenizer.json"}) {
+    files.push_back({"--out", (out / name).string(), OutputKind::file});
+  }
+  const OutputLocks locks = [&] {
+    try {
+      return prepare_outputs(files, {.overwrite = args.overwrite,
+                                     .inputs = {{"--checkpoint", args.checkpoint, InputKind::file}}});
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  }();
+  LoadedLlama loaded = load_llama_checkpoint(args.checkpoint);
+  write_llama_hf(*loaded.model, args.out);
+  const bool with_tokenizer = std::string(loaded.tokenizer.kind_name()) == "bpe";
+  if (with_tokenizer) {
+    AtomicFile json((out / "tokenizer.json").string());
+    json.write(hf_tokenizer_json(loaded.tokenizer.byte_pairs()));
+    json.commit();
+  }
+  const LlamaOptions& o = loaded.model->options();
+  std::cout << "wrote " << args.out << "/model.safetensors and config.json" << (with_tokenizer ? " and tokenizer.json" : "")
+            << ": " << llama_hf_architecture(o) << " " << o.n_layers << " layers, " << o.n_head << " heads over "
+            << o.n_kv_head << ", d_model " << o.d_model << ", vocab " << o.vocab << ", "
+            << loaded.model->num_parameters() << " parameters, float32";
+  if (!with_tokenizer) {
+    std::cout << "; no tokenizer.json: the run's " << loaded.tokenizer.kind_name()
+              << " tokenizer is not a byte-pair encoding";
+  }
+  std::cout << "\n";
+  return 0;
+}
+
 int run(const Args& args) {
+  if (is_llama_checkpoint(args.checkpoint)) return export_llama(args);
   const GPTExportFormat format = [&] {
     try {
       return parse_gpt_export_format(args.format);
@@ -107,7 +163,8 @@ int main(int argc, char** argv) {
                "llm.c's .bin.",
                tool_name(argc, argv, "export_gpt")};
   app.add_option("--checkpoint", args.checkpoint,
-                 "a checkpoint written by train_gpt, or GPT-2 weights of another tool: a Hugging Face directory or "
+                 "a checkpoint written by train_gpt (a GPT, or a Llama-family model, which only hf expresses), or GPT-2 "
+                 "weights of another tool: a Hugging Face directory or "
                  "model.safetensors, a nanoGPT state_dict as safetensors, an llm.c .bin")
       ->required()
       ->check(nonempty_path());

@@ -37,6 +37,7 @@
 #include "attograd/models/gpt/gpt_load.h"
 #include "attograd/models/llama/llama_generate.h"
 #include "attograd/models/llama/llama_hf.h"
+#include "attograd/models/llama/llama_load.h"
 #include "attograd/text/hf_tokenizer.h"
 #include "attograd/text/corpus.h"
 #include "attograd/train/io/atomic_file.h"
@@ -118,6 +119,8 @@ class TokenizerVocabulary : public TokenDecoder {
   int64_t vocab_;
 };
 
+LoadedModel llama_model(Tokenizer tokenizer, std::shared_ptr<Llama> model, const std::string& path);
+
 // A Hugging Face directory of the Llama family (config.json, weights, tokenizer.json).
 LoadedModel llama_generator(const Args& args) {
   if (args.quantize != "none") {
@@ -130,11 +133,30 @@ LoadedModel llama_generator(const Args& args) {
   if (!has_json && args.hints.tokenizer.empty()) {
     throw UsageError("--checkpoint: '" + args.checkpoint + "' has no tokenizer.json; name one with --tokenizer");
   }
+  return llama_model(load_tokenizer(args.hints.tokenizer.empty() ? json : args.hints.tokenizer),
+                     load_llama_hf(args.checkpoint), args.checkpoint);
+}
+
+// A checkpoint of a Llama-family run of train_gpt: its model and tokenizer are the file's.
+LoadedModel llama_checkpoint_generator(const Args& args) {
+  if (args.quantize != "none") {
+    throw UsageError("--quantize " + args.quantize + ": int8 weights are for GPT models only so far; '" +
+                     args.checkpoint + "' holds a Llama-family model");
+  }
+  if (!args.hints.empty()) {
+    throw UsageError("--tokenizer, --heads and --activation describe another tool's weights; '" + args.checkpoint +
+                     "' is a checkpoint of train_gpt, which says all of them");
+  }
+  LoadedLlama loaded = load_llama_checkpoint(args.checkpoint);
+  return llama_model(loaded.tokenizer, std::move(loaded.model), args.checkpoint);
+}
+
+// A Llama-family model with its tokenizer, sampling only the tokenizer's ids.
+LoadedModel llama_model(Tokenizer tokenizer, std::shared_ptr<Llama> model, const std::string& path) {
   LoadedModel g;
-  g.tokenizer = load_tokenizer(args.hints.tokenizer.empty() ? json : args.hints.tokenizer);
-  std::shared_ptr<Llama> model = load_llama_hf(args.checkpoint);
+  g.tokenizer = std::move(tokenizer);
   if (g.tokenizer.vocab_size() > model->options().vocab) {
-    throw std::runtime_error("'" + args.checkpoint + "': its tokenizer has " + std::to_string(g.tokenizer.vocab_size()) +
+    throw std::runtime_error("'" + path + "': its tokenizer has " + std::to_string(g.tokenizer.vocab_size()) +
                              " ids, more than the model's vocabulary of " + std::to_string(model->options().vocab));
   }
   g.context = model->options().max_positions;
@@ -171,7 +193,9 @@ int run(const Args& args) {
   set_num_threads(parse_threads(args.threads));
   std::cerr << blas_kernel_note();  // stdout holds the text alone
   // The families, each claiming what it reads: a Llama-family directory, else the GPT's formats.
-  const LoadedModel model = is_llama_hf_directory(args.checkpoint) ? llama_generator(args) : gpt_generator(args);
+  const LoadedModel model = is_llama_hf_directory(args.checkpoint) ? llama_generator(args)
+                             : is_llama_checkpoint(args.checkpoint) ? llama_checkpoint_generator(args)
+                                                                    : gpt_generator(args);
   const Tokenizer& tok = model.tokenizer;
 
   const std::vector<std::string> unknown = unknown_characters(tok, args.prompt);

@@ -6,6 +6,7 @@
 //   build/tools/train_gpt --data bible                     # the King James Bible
 //   build/tools/train_gpt --data part1.txt part2.txt       # several files, joined in order
 //   build/tools/train_gpt --data shards/ --tokenizer gpt2   # token shards (prepare_text, llm.c, nanoGPT)
+//   build/tools/train_gpt --preset llama-tiny               # a Llama-family model, on bytes
 //   build/tools/train_gpt --resume runs/train_gpt/fortunes/latest/ckpt.safetensors
 //   build/tools/generate --checkpoint runs/train_gpt/fortunes/latest/ckpt.safetensors --prompt "The "
 //
@@ -19,6 +20,8 @@
 #include "attograd/core/skip_init.h"
 #include "attograd/models/gpt/gpt_memory.h"
 #include "attograd/models/gpt/gpt_weights.h"
+#include "attograd/models/llama/llama_load.h"
+#include "attograd/text/hf_tokenizer.h"
 #include "attograd/text/bpe.h"
 #include "attograd/text/corpus.h"
 #include "attograd/text/token_shards.h"
@@ -28,10 +31,12 @@ namespace {
 
 using namespace ag;
 
-// --tokenizer: char and byte from the text, gpt2 from the cache, else a file from train_bpe.
+// --tokenizer: char and byte from the text, gpt2 from the cache, a Hugging Face tokenizer.json
+// (a name ending in .json), else a file from train_bpe.
 Tokenizer choose_tokenizer(const std::string& choice, const std::string& text) {
   if (choice == "char") return Tokenizer::characters(text);
   if (choice == "byte") return Tokenizer::bytes();
+  if (choice.size() > 5 && choice.ends_with(".json")) return load_tokenizer(choice);
   return Tokenizer::bpe(choice == "gpt2" ? BytePairEncoding::gpt2() : BytePairEncoding::load(choice));
 }
 
@@ -109,22 +114,175 @@ std::string in_sources(const std::string& message, const Corpus& corpus, const s
   return message;
 }
 
-int run(const TrainGPTArgs& a) {
-  TrainingRun run(a, "gpt");
+// What the run reads and what the messages and the run's directory call it ("fortunes",
+// "kjv.txt", "a.txt + b.txt"), for either family.
+struct RunData {
+  std::vector<std::string> sources;
+  bool on_shards = false;
+  Corpus corpus;             // the joined text; empty on shards
+  std::string names, stem;   // "a.txt + b.txt", "a+b"
+  ShardFormat shard_format = ShardFormat::headed;
+  std::string recorded;      // the tokenizer the shards record, as JSON; empty: none
+};
+
+RunData read_run_data(const TrainGPTArgs& a) {
+  RunData d;
+  d.sources = a.data.empty() ? std::vector<std::string>{"fortunes"} : a.data;
+  d.on_shards = data_names_shards(a.data);
+  if (!d.on_shards) d.corpus = read_corpus_sources(d.sources);
+  for (size_t i = 0; i < d.sources.size(); ++i) {
+    d.names += (i > 0 ? " + " : "") + d.sources[i];
+    d.stem += (i > 0 ? "+" : "") + (is_corpus_name(d.sources[i]) ? d.sources[i]
+                                    : d.on_shards                ? shard_stem(d.sources[i])
+                                                                 : std::filesystem::path(d.sources[i]).stem().string());
+  }
+  d.shard_format = a.shard_format == "nanogpt" ? ShardFormat::nanogpt : ShardFormat::headed;
+  d.recorded = d.on_shards ? shard_set_tokenizer(a.data, d.shard_format) : "";
+  return d;
+}
+
+// Shards that record their tokenizer must have been made by the run's; `chosen` says where the
+// run's came from.
+void check_shards_tokenizer(const RunData& d, const Tokenizer& tokenizer, const std::string& chosen) {
+  if (!d.recorded.empty() && Tokenizer::from_json(d.recorded).to_json() != tokenizer.to_json()) {
+    throw std::invalid_argument("--data '" + d.names + "': the shards were made by a " + describe_tokenizer_json(d.recorded) +
+                                "; this run's tokenizer (" + chosen + ") is a " + describe_tokenizer(tokenizer) +
+                                " (make the shards again with prepare_text --tokenizer of the run, or leave --tokenizer "
+                                "out)");
+  }
+}
+
+// The token shards mapped and their headers checked, or the text tokenized whole; before
+// anything is written. Either must hold more than a window. `trained_on`: a resumed run's sources,
+// for a message about a text its tokenizer cannot encode.
+void read_tokens(const RunData& d, const Tokenizer& tokenizer, double train_fraction, int64_t block,
+                 const std::string& trained_on, std::optional<ShardSet>& shards, std::vector<int64_t>& tokens) {
+  if (d.on_shards) {
+    shards.emplace(open_shard_set(d.sources, tokenizer.vocab_size(), train_fraction, d.shard_format));
+    for (const auto& [part, size] : {std::pair{"training", shards->train.size()}, {"validation", shards->val.size()}}) {
+      if (size < static_cast<uint64_t>(block) + 1) {
+        throw UsageError("--data '" + d.names + "': the " + part + " tokens are " + std::to_string(size) +
+                         ", fewer than --block-size " + std::to_string(block) + " + 1 = " + std::to_string(block + 1) +
+                         " (give more data or lower --block-size)");
+      }
+    }
+    return;
+  }
+  try {
+    tokens = tokenizer.encode(d.corpus.text);
+  } catch (const std::invalid_argument& e) {
+    // The tokenizer speaks of the joined text: say which source, where in it, and on a resume
+    // which texts the checkpoint's tokenizer was built from.
+    throw std::invalid_argument(in_sources(e.what(), d.corpus, d.sources) +
+                                (trained_on.empty() ? "" : "; the checkpoint's run read " + trained_on));
+  }
+  try {
+    check_long_enough("whole", tokens.size(), block);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError("--data '" + d.names + "': " + e.what());
+  }
+}
+
+// The job on the shards or the tokens, and the "data" line of the run's description.
+std::string make_job(std::optional<LanguageModelJob>& job, LanguageModel& model, const RunData& d,
+                     const Tokenizer& tokenizer, std::optional<ShardSet>& shards, const std::vector<int64_t>& tokens,
+                     const LanguageModelJobOptions& options, bool record_sources) {
+  std::ostringstream about;
+  if (shards) {
+    about << "data   " << d.names << ": token shards, train " << describe_files(shards->train_files);
+    if (shards->val_is_tail) {
+      about << " of which the last " << shards->val.size() << " validate (no validation file)";
+    } else {
+      about << ", validation " << describe_files(shards->val_files);
+    }
+    about << ", read in order; " << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n";
+    job.emplace(model, tokenizer, std::move(*shards), options);
+  } else {
+    job.emplace(model, tokenizer, tokens, options, record_sources ? d.corpus.parts : std::vector<CorpusPart>{});
+    const TextSplit& split = job->data();
+    about << "data   " << d.names << ": " << d.corpus.text.size() << " bytes, " << split.train.size() + split.val.size()
+          << " tokens (" << split.train.size() << " train, " << split.val.size() << " validation), "
+          << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n";
+  }
+  return about.str();
+}
+
+// The run's last lines: the losses, the whole split when asked, where the checkpoint is.
+int report_and_finish(TrainingRun& run, LanguageModelJob& job, const TrainSummary& s, bool eval_full) {
+  std::cout << std::fixed << std::setprecision(4) << "final train loss " << s.train_loss << ", validation loss "
+            << s.eval.loss << " (nats per token), " << s.eval.bits_per_byte << " bits per byte\n";
+  if (eval_full && !s.interrupted) {
+    // Each process alone reads the whole split: the same number on every rank, rank 0 prints it.
+    const SplitLoss whole = job.evaluate_whole_split();
+    std::cout << "validation loss over the whole split: " << whole.loss << " over " << whole.windows << " windows, "
+              << whole.bits_per_byte << " bits per byte\n";
+  }
+  return run.finish(s, ", sample with generate --checkpoint " + run.checkpoint_path());
+}
+
+// A Llama-family run (--preset llama-tiny, or the resume of one): the preset's shape with the
+// tokenizer's vocabulary, trained on windows of --block-size tokens.
+int run_llama(const TrainGPTArgs& a, TrainingRun& run) {
   const Checkpoint* ck = run.checkpoint();
   const TrainerOptions& t = run.trainer;
-  const std::vector<std::string> sources = a.data.empty() ? std::vector<std::string>{"fortunes"} : a.data;
-  const bool on_shards = data_names_shards(a.data);
-  const Corpus corpus = on_shards ? Corpus{} : read_corpus_sources(sources);
-  const std::string& text = corpus.text;
-  // What the messages and the run's directory call the text: "fortunes", "kjv.txt", "a.txt + b.txt".
-  std::string data, data_stem;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    data += (i > 0 ? " + " : "") + sources[i];
-    data_stem += (i > 0 ? "+" : "") + (is_corpus_name(sources[i]) ? sources[i]
-                                       : on_shards                ? shard_stem(sources[i])
-                                                                  : std::filesystem::path(sources[i]).stem().string());
+  const RunData d = read_run_data(a);
+  const bool tokenizer_chosen = a.tokenizer_given || a.preset != "llama-tiny";
+  const Tokenizer tokenizer = [&] {
+    if (ck) return llama_tokenizer_from(*ck);
+    if (!d.recorded.empty() && !tokenizer_chosen) return Tokenizer::from_json(d.recorded);
+    try {
+      return choose_tokenizer(a.tokenizer, d.corpus.text);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(in_sources(e.what(), d.corpus, d.sources));
+    }
+  }();
+  check_shards_tokenizer(d, tokenizer, ck ? "the checkpoint's, '" + ck->path() + "'" : "--tokenizer " + a.tokenizer);
+  LlamaOptions m = ck ? llama_options_from(*ck) : llama_preset(a.preset);
+  m.vocab = tokenizer.vocab_size();
+  const LanguageModelJobOptions options = ck ? lm_job_options_from(*ck, "llama", a.job) : a.job;
+  const int64_t block = window_length(options, m.max_positions);
+  run.check_fits(options.batch, estimate_llama_training_memory(m, options.batch, block, t),
+                 "the size is driven by --preset and the vocabulary (parameters and optimizer state) and by --batch "
+                 "and --block-size (activations)");
+  std::optional<ShardSet> shards;
+  std::vector<int64_t> tokens;
+  read_tokens(d, tokenizer, options.train_fraction, block, ck ? lm_data_sources(*ck, "llama") : "", shards, tokens);
+  try {
+    check_against_model(options, m.max_positions);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--eval-stride / --block-size: ") + e.what());
   }
+  std::ostringstream title;
+  title << "Llama on " << d.stem << ": " << m.n_layers << " layers, d_model " << m.d_model << ", window " << block;
+  run.prepare(d.stem, title.str());
+
+  Llama model(m);
+  std::optional<LanguageModelJob> job;
+  std::ostringstream about;
+  about << make_job(job, model, d, tokenizer, shards, tokens, options, true);
+  const LlamaOptions& r = model.options();
+  about << "model  Llama " << r.n_layers << " layers, " << r.n_head << " heads over " << r.n_kv_head
+        << " key/value heads, d_model " << r.d_model << ", MLP " << r.d_hidden << ", context " << r.max_positions
+        << ", window " << block << (r.tie_word_embeddings ? ", tied head" : "") << ", " << model.num_parameters()
+        << " parameters\n"
+        << describe_training(t, "batch " + std::to_string(options.batch) + ", " + std::to_string(t.steps) +
+                                    " steps, seed " + std::to_string(options.seed));
+  const TrainSummary s = run.train(*job, about.str());
+  return report_and_finish(run, *job, s, a.eval_full);
+}
+
+int run(const TrainGPTArgs& a) {
+  TrainingRun run(a, {"gpt", "llama"});
+  if (run.kind() == "llama" || (!run.checkpoint() && a.family == "llama")) return run_llama(a, run);
+  const Checkpoint* ck = run.checkpoint();
+  const TrainerOptions& t = run.trainer;
+  const RunData d = read_run_data(a);
+  const std::vector<std::string>& sources = d.sources;
+  const bool on_shards = d.on_shards;
+  const Corpus& corpus = d.corpus;
+  const std::string& text = corpus.text;
+  const std::string& data = d.names;
+  const std::string& data_stem = d.stem;
   // A fine-tuning run takes its model and tokenizer from its base (--init-from) when the base is
   // an attograd checkpoint; the other layouts hold weights only, which the flags or --preset
   // describe. A resumed run takes them from its checkpoint.
@@ -136,8 +294,7 @@ int run(const TrainGPTArgs& a) {
   // Shards made by prepare_text record their tokenizer: it is the run's unless something else
   // chose one (--tokenizer, --preset, a base's config.json, the checkpoint), which must then be
   // the same. llm.c's and nanoGPT's files record none, and need --tokenizer.
-  const ShardFormat shard_format = a.shard_format == "nanogpt" ? ShardFormat::nanogpt : ShardFormat::headed;
-  const std::string recorded = on_shards ? shard_set_tokenizer(a.data, shard_format) : "";
+  const std::string& recorded = d.recorded;
   const bool tokenizer_chosen = a.tokenizer_given || a.tokenizer != "char";
   if (on_shards && !ck && !base && a.tokenizer == "char" && (a.tokenizer_given || recorded.empty())) {
     throw UsageError("--data '" + data + "' names token shards" +
@@ -156,16 +313,11 @@ int run(const TrainGPTArgs& a) {
       throw std::invalid_argument(in_sources(e.what(), corpus, sources));
     }
   }();
-  if (!recorded.empty() && Tokenizer::from_json(recorded).to_json() != tokenizer.to_json()) {
-    const std::string chosen = ck ? "the checkpoint's, '" + ck->path() + "'"
-                               : base ? "the base's, '" + finetune.init_from + "'"
-                               : a.tokenizer_given ? "--tokenizer " + a.tokenizer
-                                                   : "GPT-2's, which --preset or --init-from implies";
-    throw std::invalid_argument("--data '" + data + "': the shards were made by a " + describe_tokenizer_json(recorded) +
-                                "; this run's tokenizer (" + chosen + ") is a " + describe_tokenizer(tokenizer) +
-                                " (make the shards again with prepare_text --tokenizer of the run, or leave --tokenizer "
-                                "out)");
-  }
+  check_shards_tokenizer(d, tokenizer,
+                         ck               ? "the checkpoint's, '" + ck->path() + "'"
+                         : base           ? "the base's, '" + finetune.init_from + "'"
+                         : a.tokenizer_given ? "--tokenizer " + a.tokenizer
+                                             : "GPT-2's, which --preset or --init-from implies");
   GPTOptions m = ck ? gpt_options_from(*ck) : base ? gpt_options_from(*base) : a.model;
   if (!ck && !a.preset.empty() && tokenizer.vocab_size() != gpt_preset(a.preset).vocab) {
     throw UsageError("--preset " + a.preset + ": GPT-2's models read " + std::to_string(gpt_preset(a.preset).vocab) +
@@ -177,35 +329,9 @@ int run(const TrainGPTArgs& a) {
   run.check_fits(options.batch, estimate_training_memory(m, options.batch, t),
                    "the size is driven by --d-model, --layers and the vocabulary (parameters and optimizer state) "
                    "and by --batch, --block-size and --heads (activations)");
-  // Shards are mapped and their headers checked here, before anything is written; a text is
-  // tokenized whole.
   std::optional<ShardSet> shards;
   std::vector<int64_t> tokens;
-  if (on_shards) {
-    shards.emplace(open_shard_set(a.data, tokenizer.vocab_size(), options.train_fraction, shard_format));
-    for (const auto& [part, size] : {std::pair{"training", shards->train.size()}, {"validation", shards->val.size()}}) {
-      if (size < static_cast<uint64_t>(m.block_size) + 1) {
-        throw UsageError("--data '" + data + "': the " + part + " tokens are " + std::to_string(size) +
-                         ", fewer than --block-size " + std::to_string(m.block_size) + " + 1 = " +
-                         std::to_string(m.block_size + 1) + " (give more data or lower --block-size)");
-      }
-    }
-  } else {
-    try {
-      tokens = tokenizer.encode(text);
-    } catch (const std::invalid_argument& e) {
-      // The tokenizer speaks of the joined text: say which source, where in it, and on a resume
-      // which texts the checkpoint's tokenizer was built from.
-      const std::string trained_on = ck ? gpt_data_sources(*ck) : "";
-      throw std::invalid_argument(in_sources(e.what(), corpus, sources) +
-                                  (trained_on.empty() ? "" : "; the checkpoint's run read " + trained_on));
-    }
-    try {
-      check_long_enough("whole", tokens.size(), m.block_size);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError("--data '" + data + "': " + e.what());
-    }
-  }
+  read_tokens(d, tokenizer, options.train_fraction, m.block_size, ck ? gpt_data_sources(*ck) : "", shards, tokens);
   try {
     check_against_model(options, m);
   } catch (const std::invalid_argument& e) {
@@ -245,22 +371,7 @@ int run(const TrainGPTArgs& a) {
   // entry is the old one, and the token checksum alone still refuses another text.
   const bool record_sources = !ck || gpt_data_names_corpus(*ck);
   std::optional<GPTJob> job_storage;
-  if (shards) {
-    about << "data   " << data << ": token shards, train " << describe_files(shards->train_files);
-    if (shards->val_is_tail) {
-      about << " of which the last " << shards->val.size() << " validate (no validation file)";
-    } else {
-      about << ", validation " << describe_files(shards->val_files);
-    }
-    about << ", read in order; " << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n";
-    job_storage.emplace(*model, tokenizer, std::move(*shards), options);
-  } else {
-    job_storage.emplace(*model, tokenizer, tokens, options, record_sources ? corpus.parts : std::vector<CorpusPart>{});
-    const TextSplit& split = job_storage->data();
-    about << "data   " << data << ": " << text.size() << " bytes, " << split.train.size() + split.val.size()
-          << " tokens (" << split.train.size() << " train, " << split.val.size() << " validation), "
-          << tokenizer.kind_name() << " tokenizer, vocab " << tokenizer.vocab_size() << "\n";
-  }
+  about << make_job(job_storage, *model, d, tokenizer, shards, tokens, options, record_sources);
   GPTJob& job = *job_storage;
   about
         << "model  GPT " << m.n_layers << " layers, " << m.n_head << " heads, d_model " << m.d_model << ", context "
@@ -270,16 +381,7 @@ int run(const TrainGPTArgs& a) {
         << describe_training(t, "batch " + std::to_string(options.batch) + ", " + std::to_string(t.steps) +
                                     " steps, seed " + std::to_string(options.seed));
   const TrainSummary s = run.train(job, about.str());
-
-  std::cout << std::fixed << std::setprecision(4) << "final train loss " << s.train_loss << ", validation loss "
-            << s.eval.loss << " (nats per token), " << s.eval.bits_per_byte << " bits per byte\n";
-  if (a.eval_full && !s.interrupted) {
-    // Each process alone reads the whole split: the same number on every rank, rank 0 prints it.
-    const SplitLoss whole = job.evaluate_whole_split();
-    std::cout << "validation loss over the whole split: " << whole.loss << " over " << whole.windows << " windows, "
-              << whole.bits_per_byte << " bits per byte\n";
-  }
-  return run.finish(s, ", sample with generate --checkpoint " + run.checkpoint_path());
+  return report_and_finish(run, job, s, a.eval_full);
 }
 
 }  // namespace

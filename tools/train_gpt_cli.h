@@ -6,13 +6,16 @@
 //   TrainGPTArgs args = parse_training_args<TrainGPTArgs>({"--config", "gpt.toml"});
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "attograd/models/gpt/finetune.h"
 #include "attograd/models/gpt/gpt.h"
 #include "attograd/models/gpt/gpt_job.h"
+#include "attograd/models/llama/llama.h"
 #include "common/training_program.h"
 
 namespace ag {
@@ -33,7 +36,10 @@ struct TrainGPTArgs : TrainingArgs {
   // the tokenizer.
   GPTOptions model{.vocab = 0, .block_size = 64, .d_model = 128, .n_head = 4, .n_layers = 4, .dropout = 0.0,
                    .bias = true};
-  std::string preset;        // gpt_preset's name: the model's size and shape, flags given beside it win
+  std::string preset;        // gpt_preset's name (flags given beside it win) or llama_preset's
+  // The family the run trains: "gpt", or "llama" for a Llama preset (the shape is the preset's;
+  // --block-size is the training window). A resumed run's is its checkpoint's.
+  std::string family = "gpt";
   std::string activation;    // --activation; empty: the preset's, else the exact GELU
   GPTJobOptions job;  // batch 32; seed = --seed
   bool eval_full = false;  // at the end, the loss over the whole validation split
@@ -57,7 +63,8 @@ struct TrainGPTArgs : TrainingArgs {
         "Trains a small GPT on a text, character by character (or byte by byte), and prints samples as it "
         "learns.\nThe defaults train the 'baby' model (4 layers, 4 heads, d_model 128, context 64) on Debian's "
         "fortunes in under 5 minutes on two cores.\nThe validation loss is shown in nats per token and in bits per "
-        "byte of text, which compares runs with different tokenizers.");
+        "byte of text, which compares runs with different tokenizers.\n--preset llama-tiny trains a Llama-family model "
+        "(RMSNorm, rotary positions, SwiGLU, grouped-query attention) instead, on bytes.");
     f.group("data", false);
     f.paths("--data", data,
             "text to learn: one or more files, joined in order (a newline between two where the first does not "
@@ -73,14 +80,17 @@ struct TrainGPTArgs : TrainingArgs {
     f.group("data", true);
     // A vocabulary file given in a config is relative to the config, as every path there is.
     f.path("--tokenizer", tokenizer,
-           "one token per UTF-8 character (char), per byte (byte), GPT-2's byte-pair encoding (gpt2), or a "
-           "vocabulary file written by train_bpe",
+           "one token per UTF-8 character (char), per byte (byte), GPT-2's byte-pair encoding (gpt2), a "
+           "vocabulary file written by train_bpe, or a Hugging Face tokenizer.json (a name ending in .json)",
            [](const std::string& v) { return v == "char" || v == "byte" || v == "gpt2"; });
     f.group("model", true);
     f.choice("--preset", preset,
-             "GPT-2's shape: gpt2 (124M), gpt2-medium (350M) or gpt2-tiny (for tests); with GPT-2's tokenizer unless "
-             "--tokenizer says otherwise, and the flags below, when given, win",
-             gpt_preset_names());
+             "GPT-2's shape: gpt2 (124M), gpt2-medium (350M) or gpt2-tiny (for tests), with GPT-2's tokenizer unless "
+             "--tokenizer says otherwise and the flags below, when given, winning; or a Llama-family shape: llama-tiny "
+             "(4 layers, d_model 128, 4 heads over 2, byte tokens unless --tokenizer says otherwise), smollm2-135m, "
+             "qwen3-0.6b, llama3.2-1b (these need --tokenizer, e.g. their tokenizer.json); the vocabulary follows the "
+             "tokenizer and --block-size is the training window",
+             preset_names());
     f.integer("--layers", model.n_layers, 1, GPTLimits::n_layers, "transformer blocks");
     f.integer("--heads", model.n_head, 1, GPTLimits::n_head, "attention heads, must divide --d-model");
     f.integer("--d-model", model.d_model, 1, GPTLimits::d_model, "width");
@@ -162,10 +172,62 @@ struct TrainGPTArgs : TrainingArgs {
     if (!line.given("--tokenizer") && c.vocab == 50257) tokenizer = "gpt2";
   }
 
+  static std::vector<std::string> preset_names() {
+    std::vector<std::string> names = gpt_preset_names();
+    for (const std::string& n : llama_preset_names()) names.push_back(n);
+    return names;
+  }
+  static bool is_llama_preset(const std::string& name) {
+    for (const std::string& n : llama_preset_names()) {
+      if (n == name) return true;
+    }
+    return false;
+  }
+
+  // A Llama preset: the shape is the preset's, so GPT's shape flags are refused by name;
+  // --block-size is the window the job trains on (the preset's context when shorter than 256,
+  // else 256), and llama-tiny reads bytes unless --tokenizer says otherwise.
+  void finish_llama(const CommandLine& line) {
+    family = "llama";
+    for (const char* flag : {"--layers", "--heads", "--d-model", "--dropout", "--bias", "--no-bias", "--activation",
+                             "--vocab-multiple"}) {
+      if (line.typed(flag)) {
+        throw UsageError(std::string(flag) + " shapes a GPT; --preset " + preset +
+                         " gives the Llama family's whole shape (only --block-size, the training window, goes with it)");
+      }
+    }
+    for (const char* flag : {"--init-from", "--freeze", "--lora-rank", "--lora-alpha", "--lora-targets",
+                             "--save-adapter-only"}) {
+      if (line.typed(flag)) {
+        throw UsageError(std::string(flag) + ": fine-tuning is not there yet for the Llama family in train_gpt; --preset " +
+                         preset + " trains from scratch");
+      }
+    }
+    const LlamaOptions p = llama_preset(preset);
+    if (line.given("--block-size")) {
+      if (model.block_size > p.max_positions) {
+        throw UsageError("--block-size " + std::to_string(model.block_size) + " is longer than --preset " + preset +
+                         "'s context of " + std::to_string(p.max_positions) + " tokens");
+      }
+      job.block_size = model.block_size;
+    } else {
+      job.block_size = std::min<int64_t>(p.max_positions, 256);
+    }
+    if (!line.given("--tokenizer")) {
+      if (p.vocab != 256) {
+        throw UsageError("--preset " + preset + " reads " + std::to_string(p.vocab) +
+                         " tokens: give its tokenizer with --tokenizer (its tokenizer.json)");
+      }
+      tokenizer = "byte";
+    }
+  }
+
   void finish(const CommandLine& line) {
     job.seed = seed;
     tokenizer_given = line.given("--tokenizer");
-    if (!preset.empty()) {
+    if (is_llama_preset(preset)) {
+      finish_llama(line);
+    } else if (!preset.empty()) {
       // The preset fills what the flags leave unsaid.
       const GPTOptions p = gpt_preset(preset);
       if (!line.given("--layers")) model.n_layers = p.n_layers;
@@ -186,11 +248,12 @@ struct TrainGPTArgs : TrainingArgs {
       std::error_code ec;
       if (!std::filesystem::is_regular_file(tokenizer, ec)) {
         throw UsageError("--tokenizer: '" + tokenizer +
-                         "' is not char, byte, gpt2 or a vocabulary file written by train_bpe (no such file)");
+                         "' is not char, byte, gpt2, a vocabulary file written by train_bpe or a tokenizer.json (no such "
+                         "file)");
       }
       inputs.push_back({"--tokenizer", tokenizer});
     }
-    if (!line.resuming) check_heads(model.d_model, model.n_head);
+    if (!line.resuming && family == "gpt") check_heads(model.d_model, model.n_head);
     if (line.typed("--lora-rank") && finetune.lora_rank == 0) {
       throw UsageError("--lora-rank: 0 is no rank; an adapter has rank 1 or more (leave the flag out for no LoRA)");
     }

@@ -28,6 +28,7 @@ std::string written_by(const std::string& kind) {
   if (kind == "sequence") return "a sequence tagger (written by train_sequence)";
   if (kind == "gpt") return "a GPT language model (written by train_gpt)";
   if (kind == "seq2seq") return "an encoder-decoder (written by train_seq2seq)";
+  if (kind == "llama") return "a Llama-family language model (written by train_gpt --preset llama-tiny)";
   return "a model of kind '" + kind + "'";
 }
 

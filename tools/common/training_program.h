@@ -24,6 +24,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iomanip>
+#include <initializer_list>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -64,11 +65,20 @@ namespace ag {
 //   return run.finish(s);                       // the last lines and the exit code
 class TrainingRun {
  public:
-  TrainingRun(const TrainingArgs& args, const char* kind) : args_(args), comm_(Communicator::world()) {
+  TrainingRun(const TrainingArgs& args, const char* kind) : TrainingRun(args, {kind}) {}
+  // A program that trains several kinds (train_gpt: "gpt" and "llama"): a resumed checkpoint
+  // may hold any of them (the first names the program's kind in the refusal of another), and
+  // kind() says which it holds.
+  TrainingRun(const TrainingArgs& args, std::initializer_list<const char*> kinds)
+      : args_(args), comm_(Communicator::world()) {
     // Under mpirun, this rank of a data-parallel run. Every rank but 0 discards what it writes
     // to stdout (a stream without a buffer drops its output); errors still go to stderr.
     if (!comm_.is_root()) std::cout.rdbuf(nullptr);
-    if (!args.resume_path.empty()) require_model_kind(ck_.emplace(Checkpoint::open(args.resume_path)), kind);
+    if (!args.resume_path.empty()) {
+      const Checkpoint& ck = ck_.emplace(Checkpoint::open(args.resume_path));
+      kind_ = checkpoint_model_kind(ck.info());
+      if (std::find(kinds.begin(), kinds.end(), kind_) == kinds.end()) require_model_kind(ck, *kinds.begin());
+    }
     // A resumed run's trajectory comes from the checkpoint; only what observes it from the flags.
     trainer = ck_ ? resumed_trainer_options(*ck_, args.trainer) : args.trainer;
     if (ck_ && args.extend_to > 0) {
@@ -85,6 +95,8 @@ class TrainingRun {
   }
 
   const Checkpoint* checkpoint() const { return ck_ ? &*ck_ : nullptr; }
+  // The resumed checkpoint's model_kind; empty for a fresh run.
+  const std::string& kind() const { return kind_; }
   const std::string& checkpoint_path() const { return out_.checkpoint_path; }  // after prepare()
   // What the model and task are built from: the checkpoint's entry `key` (parsed, a complaint
   // naming the file) when resuming, else what the flags say.
@@ -196,6 +208,7 @@ class TrainingRun {
   const TrainingArgs& args_;
   Communicator& comm_;
   std::optional<Checkpoint> ck_;  // the one read of the resumed file
+  std::string kind_;              // its model_kind
   TrainerOutputs out_;
   std::optional<Trainer> trainer_;
   OutputLocks locks_;  // this run alone writes its outputs, until it ends
