@@ -5,7 +5,7 @@
 # GPT-2 workflow): outputs that are devices or inputs, outputs another run holds, a LoRA export
 # that wrote the base, weight files of every broken kind, vocabularies that describe tokens too
 # large to build, SIGHUP to a run started under nohup, token shards of another tokenizer or of
-# none.
+# none. The Llama family's directories and training checkpoints go through the same programs.
 start_group 9 "the GPT-2 workflow's programs: outputs, weight files, vocabularies, signals"
 BPE=$work/bin/tools/train_bpe
 EXPORT=$work/bin/tools/export_gpt
@@ -472,3 +472,35 @@ BIN=$GPT run usage "--data|short.txt|9 tokens, fewer than block_size + 1 = 17" \
   --data "$G9/short.txt" --tokenizer byte --layers 1 --d-model 16 --heads 2 --block-size 16 --steps 1
 BIN=$GPT run usage "--eval-stride|eval_stride 17 is longer than the window, block_size 16" \
   "train_gpt --eval-stride 17 --block-size 16" "${TINY[@]}" --eval-stride 17
+# A Llama-family run of train_gpt (--preset llama-tiny): its checkpoint whole, cut short and with a
+# flipped byte, given to the programs that read it, and the family's own refusals.
+LT=$G9/llama-run
+mkdir -p "$LT"
+LLAMA=(--data "$text" --preset llama-tiny --block-size 16 --warmup 1 --eval-windows 1 --batch 2 --quiet)
+(cd "$LT" && timeout 120 "$GPT" "${LLAMA[@]}" --steps 2 --eval-every 2 --save ck.safetensors >make.out 2>make.err) ||
+  die "could not make a llama-tiny checkpoint: $(cat "$LT/make.err")"
+cp "$LT/ck.safetensors" "$LT/short.safetensors" && truncate -s -100 "$LT/short.safetensors"
+cp "$LT/ck.safetensors" "$LT/flipped.safetensors"
+size=$(stat -c %s "$LT/flipped.safetensors")
+printf '\x5a' | dd of="$LT/flipped.safetensors" bs=1 seek=$((size - 50)) conv=notrunc status=none
+PROTECT=("$LT/ck.safetensors") MAYCHANGE=()
+BIN=$GENERATE run ok "" "generate --checkpoint <a llama-tiny checkpoint>" \
+  --checkpoint "$LT/ck.safetensors" --prompt x --tokens 2
+BIN=$GENERATE run error "short.safetensors" "generate --checkpoint <a llama-tiny checkpoint cut short by 100 bytes>" \
+  --checkpoint "$LT/short.safetensors" --prompt x --tokens 2
+BIN=$EVALUATE run error "flipped.safetensors|CRC-32C" "evaluate --checkpoint <a llama-tiny checkpoint, one byte changed>" \
+  --checkpoint "$LT/flipped.safetensors" --data "$text" --stride 8 --block-size 16
+BIN=$GPT run error "short.safetensors" "train_gpt --resume <a llama-tiny checkpoint cut short>" \
+  --resume "$LT/short.safetensors" --quiet
+BIN=$EXPORT run usage "only the Hugging Face layout" "export_gpt --format llmc --checkpoint <a llama-tiny checkpoint>" \
+  --checkpoint "$LT/ck.safetensors" --format llmc --out "$LT/x.bin"
+BIN=$GENERATE run usage "--tokenizer|says all of them" "generate --checkpoint <a llama-tiny checkpoint> --tokenizer byte" \
+  --checkpoint "$LT/ck.safetensors" --tokenizer byte --prompt x --tokens 2
+BIN=$GPT run usage "--heads shapes a GPT" "train_gpt --preset llama-tiny --heads 2" "${LLAMA[@]}" --heads 2 --steps 2
+BIN=$GPT run usage "--freeze|not there yet for the Llama family" "train_gpt --preset llama-tiny --freeze embed" \
+  "${LLAMA[@]}" --freeze embed --steps 2
+BIN=$GPT run usage "--data|short.txt|9 tokens, fewer than block_size + 1 = 17" \
+  "train_gpt --preset llama-tiny --data <a text of 9 bytes> --block-size 16" \
+  --preset llama-tiny --data "$G9/short.txt" --block-size 16 --steps 1
+BIN=$GPT run usage "--preset qwen3-0.6b reads 151936 tokens" "train_gpt --preset qwen3-0.6b (no tokenizer)" \
+  --preset qwen3-0.6b --data "$text" --steps 1
