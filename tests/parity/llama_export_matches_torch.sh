@@ -8,25 +8,8 @@
 # Skips (77) without PyTorch.
 #   llama_export_matches_torch.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-/usr/bin/python3 -c "import torch" 2>/dev/null || { echo "SKIP: no PyTorch for /usr/bin/python3"; exit 77; }
+source "$(dirname "$0")/export_checks.sh"
 
-stride=12 window=32
-for i in $(seq 1 120); do echo "line $i: the cat sat on the mat, and the dog ran after $((i * 7 % 13)) birds."; done >text.txt
-
-# run LABEL PROGRAM ARGS...: the output in LABEL.txt; a failure ends the test (later steps read it).
-run() {
-  local label=$1 status=0
-  shift
-  "$@" >"$label.txt" 2>&1 || status=$?
-  if [ "$status" -ne 0 ]; then
-    cat "$label.txt"
-    fail "$label: exit $status"
-    finish
-    exit 1
-  fi
-}
-relative() { /usr/bin/python3 -c "import sys; a, b = map(float, sys.argv[1:]); print(abs(a - b) / abs(b))" "$1" "$2"; }
-at_most() { /usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$1" "$2"; }
 # nats_per_token FILE: total nats / tokens from evaluate's "scored" line or the reference's "tokens" line.
 nats_per_token() {
   sed -n -e 's/^scored *\([0-9]*\) tokens, .* bytes, \([-0-9.e+]*\) nats$/\1 \2/p' \

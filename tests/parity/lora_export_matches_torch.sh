@@ -9,24 +9,8 @@
 # without PyTorch.
 #   lora_export_matches_torch.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
-/usr/bin/python3 -c "import torch" 2>/dev/null || { echo "SKIP: no PyTorch for /usr/bin/python3"; exit 77; }
+source "$(dirname "$0")/export_checks.sh"
 
-stride=12 window=32
-for i in $(seq 1 120); do echo "line $i: the cat sat on the mat, and the dog ran after $((i * 7 % 13)) birds."; done >text.txt
-
-# run LABEL PROGRAM ARGS...: the program's output in LABEL.txt; a failure ends the test, since
-# every later step reads what this one wrote.
-run() {
-  local label=$1 status=0
-  shift
-  "$@" >"$label.txt" 2>&1 || status=$?
-  if [ "$status" -ne 0 ]; then
-    cat "$label.txt"
-    fail "$label: exit $status"
-    finish
-    exit 1
-  fi
-}
 # gelu_tanh: GPT-2's GELU, the only one the exported formats can say.
 run train "$build/tools/train_gpt" --data text.txt --tokenizer byte --layers 2 --d-model 32 --heads 2 \
   --block-size "$window" --activation gelu_tanh --batch 8 --steps 30 --eval-every 30 --quiet \
@@ -41,10 +25,6 @@ run tune_whole "$build/tools/train_gpt" --data text.txt "${lora[@]}" --save whol
 run tune_adapter "$build/tools/train_gpt" --data text.txt "${lora[@]}" --save-adapter-only \
   --save adapter.safetensors --log adapter.jsonl --plot adapter.svg
 
-# relative A B: |A - B| / |B|.
-relative() { /usr/bin/python3 -c "import sys; a, b = map(float, sys.argv[1:]); print(abs(a - b) / abs(b))" "$1" "$2"; }
-# at_most X LIMIT: X <= LIMIT, as numbers.
-at_most() { /usr/bin/python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) else 1)" "$1" "$2"; }
 # The tokens scored and nats per token in an output of evaluate or of the reference, from the total
 # nats, which both print with more digits than their nats/token line.
 per_token() { awk '{ printf "%d %.12g\n", $1, $2 / $1 }'; }
