@@ -226,6 +226,10 @@ int run_llama(const TrainGPTArgs& a, TrainingRun& run) {
   const Checkpoint* ck = run.checkpoint();
   const TrainerOptions& t = run.trainer;
   const RunData d = read_run_data(a);
+  if (d.on_shards && !ck && a.tokenizer == "char") {
+    throw UsageError("--data '" + d.names + "' names token shards: a character tokenizer is built from a text; leave "
+                     "--tokenizer out to use the one the shards record, or give the one they were made with");
+  }
   const bool tokenizer_chosen = a.tokenizer_given || a.preset != "llama-tiny";
   const Tokenizer tokenizer = [&] {
     if (ck) return llama_tokenizer_from(*ck);

@@ -504,3 +504,8 @@ BIN=$GPT run usage "--data|short.txt|9 tokens, fewer than block_size + 1 = 17" \
   --preset llama-tiny --data "$G9/short.txt" --block-size 16 --steps 1
 BIN=$GPT run usage "--preset qwen3-0.6b reads 151936 tokens" "train_gpt --preset qwen3-0.6b (no tokenizer)" \
   --preset qwen3-0.6b --data "$text" --steps 1
+(cd "$LT" && timeout 60 "$work/bin/tools/prepare_text" --data "$text" --tokenizer byte --out shards >prep.out 2>&1) ||
+  die "could not make shards for the Llama cases: $(cat "$LT/prep.out")"
+BIN=$GPT run usage "--data|names token shards: a character tokenizer is built from a text" \
+  "train_gpt --preset llama-tiny --data <token shards> --tokenizer char" \
+  --preset llama-tiny --data "$LT/shards" --tokenizer char --steps 2
