@@ -265,10 +265,9 @@ Evaluation LanguageModelJob::evaluate(const Ranks& ranks) {
   line << "validation loss " << e.loss << " (" << e.bits_per_byte << " bits per byte)";
   if (options_.eval_stride > 0) {
     std::vector<int64_t> held;
-    // The loop has put the model in eval mode without a graph.
-    const TextScore s = sliding_window_score([this](const Indices& ids) { return model_.forward(ids).value(); }, block_,
-                                             model_.vocab_size(), validation_tokens(held), token_bytes_,
-                                             {.window = block_, .stride = options_.eval_stride, .batch = options_.batch}, ranks);
+    const TextScore s =
+        sliding_window_perplexity(model_, validation_tokens(held), token_bytes_,
+                                  {.window = block_, .stride = options_.eval_stride, .batch = options_.batch}, ranks);
     e.sliding_loss = s.nats_per_token();
     e.sliding_bits_per_byte = s.bits_per_byte();
     // A line of its own, shown on and off a terminal (the progress line has room for one loss).

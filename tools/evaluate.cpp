@@ -1,4 +1,4 @@
-// evaluate: the sliding-window perplexity of a trained GPT over a text (models/gpt/eval_text.h): mean
+// evaluate: the sliding-window perplexity of a trained model over a text (train/text_score.h): mean
 // nats per token, perplexity and bits per byte, each token scored once with up to a window of
 // context.
 //
@@ -25,10 +25,9 @@
 
 #include "attograd/core/format.h"
 #include "attograd/core/threads.h"
-#include "attograd/models/gpt/eval_text.h"
+#include "attograd/train/text_score.h"
 #include "attograd/models/gpt/gpt_load.h"
 #include "attograd/models/gpt/gpt_memory.h"
-#include "attograd/models/llama/llama_eval.h"
 #include "attograd/models/llama/llama_hf.h"
 #include "attograd/models/llama/llama_load.h"
 #include "attograd/text/hf_tokenizer.h"
@@ -62,9 +61,7 @@ struct Scorer {
   double parameters = 0;
   std::string description;  // "GPT 2 layers, d_model 16, context 64", for the report
   std::string origin;       // "step 10", or where another tool's weights came from
-  std::function<TextScore(const std::vector<int64_t>&, const SlidingWindowOptions&, const Ranks&, const WindowProgress&)>
-      score;
-  std::shared_ptr<void> owner;  // keeps the model alive
+  std::shared_ptr<LanguageModel> model;  // scored through train/text_score.h, whatever its family
 };
 
 Scorer gpt_scorer(const Args& a) {
@@ -81,12 +78,7 @@ Scorer gpt_scorer(const Args& a) {
   s.origin = file.layout == GPTWeightsLayout::attograd
                  ? "step " + std::to_string(file.gpt.step)
                  : std::string(gpt_weights_layout_name(file.layout)) + " weights; " + file.shape_from;
-  const std::vector<int64_t> token_bytes = s.tokenizer.token_bytes();
-  s.score = [model, token_bytes](const std::vector<int64_t>& tokens, const SlidingWindowOptions& o, const Ranks& r,
-                                 const WindowProgress& p) {
-    return sliding_window_perplexity(*model, tokens, token_bytes, o, r, p);
-  };
-  s.owner = model;
+  s.model = std::move(model);
   return s;
 }
 
@@ -105,12 +97,7 @@ Scorer llama_scorer_of(Tokenizer tokenizer, std::shared_ptr<Llama> model, const 
   s.description = what + " " + std::to_string(o.n_layers) + " layers, d_model " + std::to_string(o.d_model) +
                   ", context " + std::to_string(o.max_positions);
   s.origin = origin;
-  const std::vector<int64_t> token_bytes = s.tokenizer.token_bytes();
-  s.score = [model, token_bytes](const std::vector<int64_t>& tokens, const SlidingWindowOptions& opt, const Ranks& r,
-                                 const WindowProgress& p) {
-    return sliding_window_perplexity(*model, tokens, token_bytes, opt, r, p);
-  };
-  s.owner = model;
+  s.model = std::move(model);
   return s;
 }
 
@@ -200,8 +187,9 @@ int run(const Args& a) {
               << std::flush;
   };
   if (tty) std::cerr << "evaluate: scoring " << windows << " windows of up to " << window << " tokens..." << std::flush;
-  const TextScore s = m.score(tokens, {.window = window, .stride = a.stride, .batch = a.batch}, Ranks(&comm),
-                              tty ? WindowProgress(progress) : WindowProgress());
+  const TextScore s = sliding_window_perplexity(*m.model, tokens, m.tokenizer.token_bytes(),
+                                                {.window = window, .stride = a.stride, .batch = a.batch}, Ranks(&comm),
+                                                tty ? WindowProgress(progress) : WindowProgress());
   if (tty) std::cerr << "\r\033[K" << std::flush;
   std::string names;
   for (const std::string& d : a.data) names += (names.empty() ? "" : " + ") + d;

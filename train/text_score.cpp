@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "attograd/autograd/grad_mode.h"
+
 namespace ag {
 
 namespace {
@@ -115,6 +117,15 @@ TextScore sliding_window_score(const WindowLogits& logits_of, int64_t context, i
   if (ranks.size() > 1) ranks.sum(sums);
   return {.windows = static_cast<int64_t>(windows.size()), .tokens = static_cast<int64_t>(sums[1]),
           .bytes = static_cast<int64_t>(sums[2]), .nats = sums[0]};
+}
+
+TextScore sliding_window_perplexity(LanguageModel& model, const std::vector<int64_t>& tokens,
+                                    const std::vector<int64_t>& token_bytes, const SlidingWindowOptions& options,
+                                    const Ranks& ranks, const WindowProgress& on_batch) {
+  NoGradGuard no_grad;
+  EvalModeGuard eval_mode(model);
+  return sliding_window_score([&model](const Indices& ids) { return model.forward(ids).value(); },
+                              model.context_length(), model.vocab_size(), tokens, token_bytes, options, ranks, on_batch);
 }
 
 }  // namespace ag

@@ -1,7 +1,7 @@
 // Sliding-window scoring of a text by a language model, whatever its family: how well it predicts
-// a text longer than its context (Hugging Face's "Perplexity of fixed-length models"). The GPT's
-// sliding_window_perplexity (models/gpt/eval_text.h) and the Llama family's call it with their
-// model's forward.
+// a text longer than its context (Hugging Face's "Perplexity of fixed-length models"), through a
+// model's logits (sliding_window_score) or any LanguageModel (sliding_window_perplexity; the
+// GPT's models/gpt/eval_text.h adds its own checks on top).
 //
 // Windows of `window` tokens start every `stride` tokens: [0, W), [S, S+W), [2S, 2S+W), ...,
 // the last one ending at the text's end (and shorter when the text is). Each token is scored
@@ -25,6 +25,7 @@
 
 #include "attograd/core/indices.h"
 #include "attograd/core/tensor.h"
+#include "attograd/layers/language_model.h"
 #include "attograd/train/job.h"
 
 namespace ag {
@@ -72,5 +73,15 @@ TextScore sliding_window_score(const WindowLogits& logits, int64_t context, int6
                                const std::vector<int64_t>& tokens, const std::vector<int64_t>& token_bytes,
                                const SlidingWindowOptions& options, const Ranks& ranks = Ranks(),
                                const WindowProgress& on_batch = {});
+
+// The same for a language model of any family (layers/language_model.h): windows of at most its
+// context_length(), its forward in eval mode without a graph (the model's mode is restored).
+// token_bytes may have fewer entries than the model's vocabulary (a table padded past the
+// tokenizer's ids, as Qwen's is).
+//
+//   TextScore s = sliding_window_perplexity(model, tokens, tokenizer.token_bytes(), {.window = 1024, .stride = 512});
+TextScore sliding_window_perplexity(LanguageModel& model, const std::vector<int64_t>& tokens,
+                                    const std::vector<int64_t>& token_bytes, const SlidingWindowOptions& options,
+                                    const Ranks& ranks = Ranks(), const WindowProgress& on_batch = {});
 
 }  // namespace ag

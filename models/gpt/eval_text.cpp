@@ -3,8 +3,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "attograd/autograd/grad_mode.h"
-
 namespace ag {
 
 TextScore sliding_window_perplexity(GPT& model, const std::vector<int64_t>& tokens,
@@ -19,10 +17,7 @@ TextScore sliding_window_perplexity(GPT& model, const std::vector<int64_t>& toke
     throw std::invalid_argument("sliding_window_perplexity: token_bytes has " + std::to_string(token_bytes.size()) +
                                 " entries for a vocabulary of " + std::to_string(m.vocab));
   }
-  NoGradGuard no_grad;
-  EvalModeGuard eval_mode(model);
-  return sliding_window_score([&model](const Indices& ids) { return model(ids).value(); }, m.block_size, m.vocab,
-                              tokens, token_bytes, options, ranks, on_batch);
+  return sliding_window_perplexity(static_cast<LanguageModel&>(model), tokens, token_bytes, options, ranks, on_batch);
 }
 
 }  // namespace ag

@@ -18,7 +18,7 @@
 
 #include "attograd.h"
 #include "attograd/models/llama/llama.h"
-#include "attograd/models/llama/llama_eval.h"
+#include "attograd/train/text_score.h"
 #include "attograd/models/llama/llama_hf.h"
 #include "attograd/train/io/json_text.h"
 #include "support.h"
