@@ -43,7 +43,7 @@ struct Evaluation {
   double bits_per_byte = kNone;
   double token_acc = kNone;  // in [0, 1]
   double seq_acc = kNone;    // in [0, 1]: what the run's target accuracy is compared with
-  // The sliding-window perplexity of the held-out text (models/gpt/eval_text.h), when asked for:
+  // The sliding-window perplexity of the held-out text (train/text_score.h), when asked for:
   // mean nats per scored token and bits per byte.
   double sliding_loss = kNone;
   double sliding_bits_per_byte = kNone;

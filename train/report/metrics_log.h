@@ -31,7 +31,7 @@ struct MetricsRow {
   double grad_norm = kMissing;    // before clipping
   double tokens_per_s = kMissing;
   double elapsed_s = kMissing;    // wall time since the run started (resumes included)
-  // The sliding-window perplexity of the validation text (models/gpt/eval_text.h), when the run asks
+  // The sliding-window perplexity of the validation text (train/text_score.h), when the run asks
   // for it; unlike the fields above, written only when measured.
   double sliding_nats_per_token = kMissing;
   double sliding_perplexity = kMissing;
