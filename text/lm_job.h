@@ -68,7 +68,7 @@ struct LanguageModelJobOptions {
   int64_t sample_tokens = 100;     // generated at every evaluation; 0 generates none
   std::string sample_prompt = "\n";  // the text the sample continues
   // When above 0, every evaluation also scores the whole validation split with sliding windows
-  // of block_size tokens at this stride (models/gpt/eval_text.h); at most block_size.
+  // of block_size tokens at this stride (train/text_score.h); at most block_size.
   int64_t eval_stride = 0;
   // The "finetune" entry of a fine-tuning run (models/gpt/finetune.h: prepare_finetune), recorded in
   // the metadata and required to match on resume; empty for a run from scratch (no entry).
