@@ -52,6 +52,7 @@
 // train: the loop and what it uses: losses, metrics, optimizers, schedules, checkpoints,
 // data parallelism, the reports
 #include "attograd/train/clip.h"
+#include "attograd/train/finetune.h"
 #include "attograd/train/dist/communicator.h"
 #include "attograd/train/dist/data_parallel.h"
 #include "attograd/train/io/checkpoint.h"

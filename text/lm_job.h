@@ -70,7 +70,7 @@ struct LanguageModelJobOptions {
   // When above 0, every evaluation also scores the whole validation split with sliding windows
   // of block_size tokens at this stride (train/text_score.h); at most block_size.
   int64_t eval_stride = 0;
-  // The "finetune" entry of a fine-tuning run (models/gpt/finetune.h: prepare_finetune), recorded in
+  // The "finetune" entry of a fine-tuning run (train/finetune.h: prepare_finetune_with), recorded in
   // the metadata and required to match on resume; empty for a run from scratch (no entry).
   std::string finetune{};
 };

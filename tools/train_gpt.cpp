@@ -41,7 +41,7 @@ Tokenizer choose_tokenizer(const std::string& choice, const std::string& text) {
 }
 
 // One line on what a fine-tuning run starts from and trains; nothing for a run from scratch.
-std::string describe_finetune(const FineTuneOptions& f, const GPT& model) {
+std::string describe_finetune(const FineTuneOptions& f, const Module& model) {
   if (!f.active()) return {};
   std::ostringstream os;
   os << "tune   ";
@@ -290,7 +290,8 @@ int run(const TrainGPTArgs& a) {
   // A fine-tuning run takes its model and tokenizer from its base (--init-from) when the base is
   // an attograd checkpoint; the other layouts hold weights only, which the flags or --preset
   // describe. A resumed run takes them from its checkpoint.
-  const FineTuneOptions finetune = ck ? finetune_options_from(*ck) : a.finetune;
+  const FineTuneOptions finetune =
+      (ck ? finetune_options_from(*ck) : a.finetune).with_default_targets(gpt_lora_default_targets());
   const bool from_base = !ck && !finetune.init_from.empty() &&
                          gpt_weights_layout(finetune.init_from) == GPTWeightsLayout::attograd;
   std::optional<Checkpoint> base;  // such a base, opened (read and checked) once

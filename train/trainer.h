@@ -42,7 +42,7 @@
 // to min_lr) then ends at the new last step. With the constant schedule an extended run is bit
 // for bit the run that had the larger budget from the start.
 //
-// Frozen parameters (requires_grad false: a fine-tuning run's base, models/gpt/finetune.h) are saved
+// Frozen parameters (requires_grad false: a fine-tuning run's base, train/finetune.h) are saved
 // and compared like the others but never reach the optimizer, the gradient average or clipping:
 // they get no gradient and no optimizer state. With TrainerOutputs::save_trainable_only a
 // checkpoint holds only the parameters that train (and the metadata "saved_parameters":

@@ -1,64 +1,23 @@
-// Fine-tuning a GPT: the weights a run starts from (init_from), the parameters it leaves alone
-// (freeze), and the LoRA adapters it trains instead (layers/lora.h). What a run did is recorded
-// in its checkpoints' "finetune" entry, so that a resume, generate and evaluate rebuild the very
-// model that trained:
+// Fine-tuning a GPT: what train/finetune.h does for any model, with the GPT's reader of base
+// weights (every layout models/gpt/gpt_weights.h knows), its default LoRA targets (the four
+// attention projections of every block) and its checks of the options against a shape.
 //
-//   "finetune": {"init_from": {"path": "/abs/base.safetensors", "bytes": 1234, "crc32c": 567},
-//                "freeze": ["embed", "pos"],
-//                "lora": {"rank": 8, "alpha": 8, "targets": ["w_q", "w_k", "w_v", "w_o"]},
-//                "adapter_only": true}
-//
-// With LoRA every parameter but the adapters' is frozen (peft's default): the base stays
-// exactly as it was loaded. Frozen parameters get no gradient and no optimizer state (the
-// Trainer hands the optimizer only the parameters that require grad). With adapter_only a
-// checkpoint holds just the trainable parameters and their optimizer state; the base is read
-// again from init_from when the checkpoint is loaded, after its size and CRC-32C are found equal
-// to the recorded ones, so that an adapter never lands on another base.
+//   options.finetune = prepare_finetune(model, {.init_from = "base.safetensors", .lora_rank = 8});
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "attograd/layers/lora.h"
 #include "attograd/models/gpt/gpt.h"
 #include "attograd/models/gpt/gpt_weights.h"
+#include "attograd/train/finetune.h"
 #include "attograd/train/io/checkpoint.h"
 
 namespace ag {
 
-struct FineTuneOptions {
-  std::string init_from{};            // the base's weights (an attograd GPT checkpoint); empty: none
-  std::vector<std::string> freeze{};  // patterns over parameter names (parameter_matches)
-  int64_t lora_rank = 0;              // 0: no adapters
-  double lora_alpha = 0;              // 0: the rank (a scaling of 1)
-  std::vector<std::string> lora_targets{"w_q", "w_k", "w_v", "w_o"};
-  bool adapter_only = false;          // checkpoints hold only the trainable parameters (needs init_from)
-
-  bool active() const { return !init_from.empty() || !freeze.empty() || lora_rank > 0; }
-  LoRAOptions lora() const {
-    return {.rank = lora_rank, .alpha = lora_alpha > 0 ? lora_alpha : static_cast<double>(lora_rank)};
-  }
-};
-
-// Whether `pattern` names the parameter `name`: a glob over the whole dotted name ('*' any run of
-// characters, dots included; '?' one character), or over a leading part of it that ends at a
-// dot ("blocks.0" names every parameter of block 0, "embed" names "embed.weight").
-bool parameter_matches(const std::string& pattern, const std::string& name);
-
-// Sets requires_grad false on every parameter of `model` that a pattern names. A pattern that
-// names none is std::invalid_argument naming it and the parameters there are; nothing is
-// frozen then.
-void freeze_parameters(Module& model, const std::vector<std::string>& patterns);
-
-// The file a fine-tuning run started from, as the "finetune" entry records it.
-struct BaseWeights {
-  std::string path{};  // absolute
-  uint64_t bytes = 0;
-  uint32_t crc32c = 0;  // of the whole file
-};
-// std::runtime_error naming the file when it cannot be read.
-BaseWeights describe_base_weights(const std::string& path);
+// The GPT's LoRA targets when the options name none: w_q, w_k, w_v and w_o of every block.
+std::vector<std::string> gpt_lora_default_targets();
 
 // A GPT's initial weights from `path`, in any layout models/gpt/gpt_weights.h reads (told from the
 // content), and which it was. An attograd checkpoint must hold this model's very options, and
@@ -76,22 +35,9 @@ GPTWeightsLayout load_initial_weights(const std::string& path, GPT& model, const
 // least d_model wide on its narrower side), adapter_only without init_from.
 void validate_finetune(const GPTOptions& model, const FineTuneOptions& options);
 
-// A fresh fine-tuning run: loads init_from into `model` (when set, unless `base_loaded` says the
-// caller has already done so with load_initial_weights), freezes, puts the adapters in place,
-// and returns the "finetune" entry. std::invalid_argument for bad options (a pattern
-// that names nothing, a LoRA target that does not exist, a rank that does not fit, adapter_only
-// without init_from), std::runtime_error for the file.
+// train/finetune.h's prepare_finetune_with and restore_finetune_with with load_initial_weights
+// as the reader and the GPT's default targets.
 std::string prepare_finetune(GPT& model, const FineTuneOptions& options, bool base_loaded = false);
-
-// The options of a checkpoint's "finetune" entry (inactive when it has none); std::runtime_error
-// naming the file when the entry is invalid.
-FineTuneOptions finetune_options_from(const Checkpoint& checkpoint);
-// Rebuilds on `model` (built from the checkpoint's options) what the checkpoint's run did before
-// its first step: the adapters and the frozen parameters, and, when the checkpoint holds only the
-// trainable parameters, the base's weights (checked against the recorded size and CRC-32C:
-// std::runtime_error naming both files otherwise). The checkpoint's own tensors are not loaded.
 void restore_finetune(const Checkpoint& checkpoint, GPT& model);
-// Whether the checkpoint holds only the trainable parameters (Trainer: "saved_parameters").
-bool holds_trainable_only(const Checkpoint& checkpoint);
 
 }  // namespace ag
