@@ -64,6 +64,10 @@ void check_generate_options(const GenerateOptions& o, const std::vector<int64_t>
                                 " tokens would be used)");
   }
   check_window_shift(o.window_shift, context, "generate", context_name);
+  if (o.vocab_limit < 0 || o.vocab_limit > vocab) {
+    throw std::invalid_argument("generate: vocab_limit " + std::to_string(o.vocab_limit) + " must lie in [0, vocab=" +
+                                std::to_string(vocab) + "] (0: every id)");
+  }
 }
 
 void validate(const SamplingOptions& o) {
@@ -141,13 +145,18 @@ int64_t sample_token(const std::vector<double>& logits, const SamplingOptions& o
 std::vector<int64_t> generate_with(TokenDecoder& decoder, const std::vector<int64_t>& prompt, const GenerateOptions& o) {
   std::vector<int64_t> out;
   if (o.max_new_tokens == 0) return out;
-  std::vector<double> logits = decoder.feed(prompt);
+  // Ids at and past the limit are never drawn: -inf before sampling.
+  const auto limited = [&](std::vector<double> logits) {
+    if (o.vocab_limit > 0) std::fill(logits.begin() + std::min<ptrdiff_t>(o.vocab_limit, std::ssize(logits)), logits.end(), -INFINITY);
+    return logits;
+  };
+  std::vector<double> logits = limited(decoder.feed(prompt));
   for (int64_t n = 0; n < o.max_new_tokens; ++n) {
     const int64_t token = sample_token(logits, o.sampling, static_cast<uint64_t>(n));
     out.push_back(token);
     const bool more = !o.on_token || o.on_token(token);
     if (!more || n + 1 == o.max_new_tokens) break;  // no forward for a token nobody will draw
-    logits = decoder.feed({token});
+    logits = limited(decoder.feed({token}));
   }
   return out;
 }

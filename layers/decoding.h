@@ -50,6 +50,9 @@ struct GenerateOptions {
   // A prompt longer than the context: true keeps its last context tokens as the first window
   // (nanoGPT's crop); false refuses it with std::invalid_argument.
   bool crop_prompt = true;
+  // > 0: only ids below it are drawn. A model's table may be longer than its tokenizer's
+  // vocabulary (Hugging Face pads it); the ids past the tokenizer decode to nothing.
+  int64_t vocab_limit = 0;
   // Streaming: called with each new token as soon as it is drawn; returning false stops
   // generation after that token.
   std::function<bool(int64_t token)> on_token;

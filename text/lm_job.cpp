@@ -165,9 +165,11 @@ void check_against_model(const LanguageModelJobOptions& options, int64_t context
 
 void LanguageModelJob::check_options() {
   validate(options_);
-  if (model_.vocab_size() != tokenizer_.vocab_size()) {
+  // A model's table may be longer than its tokenizer's vocabulary (Hugging Face's models pad it:
+  // Qwen3's 151,936 rows for 151,669 tokens); the rows past it are never a target.
+  if (model_.vocab_size() < tokenizer_.vocab_size()) {
     throw std::invalid_argument("language model job: the model's vocab " + std::to_string(model_.vocab_size()) +
-                                " differs from the " + tokenizer_.kind_name() + " tokenizer's " +
+                                " is smaller than the " + tokenizer_.kind_name() + " tokenizer's " +
                                 std::to_string(tokenizer_.vocab_size()));
   }
   check_against_model(options_, model_.context_length());
@@ -298,6 +300,7 @@ std::string LanguageModelJob::sample() {
   GenerateOptions g;
   g.max_new_tokens = options_.sample_tokens;
   g.sampling = {.temperature = 0.8, .top_k = 40, .top_p = 1.0, .seed = options_.seed};
+  g.vocab_limit = tokenizer_.vocab_size();  // a base's table may be longer than its tokenizer
   return tokenizer_.decode(prompt_) + tokenizer_.decode(model_.generate(prompt_, g));
 }
 

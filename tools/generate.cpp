@@ -103,22 +103,6 @@ struct LoadedModel {
   std::shared_ptr<void> owner;  // keeps the model alive
 };
 
-// Skips the ids past the tokenizer's vocabulary (a model's table may be padded beyond it): they
-// decode to nothing, so they are never drawn.
-class TokenizerVocabulary : public TokenDecoder {
- public:
-  TokenizerVocabulary(TokenDecoder& inner, int64_t vocab) : inner_(inner), vocab_(vocab) {}
-  std::vector<double> feed(const std::vector<int64_t>& tokens) override {
-    std::vector<double> logits = inner_.feed(tokens);
-    for (size_t i = static_cast<size_t>(vocab_); i < logits.size(); ++i) logits[i] = -INFINITY;
-    return logits;
-  }
-
- private:
-  TokenDecoder& inner_;
-  int64_t vocab_;
-};
-
 LoadedModel llama_model(Tokenizer tokenizer, std::shared_ptr<Llama> model, const std::string& path);
 
 // A Hugging Face directory of the Llama family (config.json, weights, tokenizer.json).
@@ -161,15 +145,18 @@ LoadedModel llama_model(Tokenizer tokenizer, std::shared_ptr<Llama> model, const
   }
   g.context = model->options().max_positions;
   const int64_t vocab = g.tokenizer.vocab_size();
-  g.generate = [model, vocab](const std::vector<int64_t>& prompt, const GenerateOptions& o) {
+  g.generate = [model, vocab](const std::vector<int64_t>& prompt, const GenerateOptions& given) {
+    // The ids past the tokenizer's vocabulary (a model's table may be padded beyond it) decode
+    // to nothing: they are never drawn.
+    GenerateOptions o = given;
+    o.vocab_limit = vocab;
     check_generate_options(o, prompt, model->options().vocab, model->options().max_positions, "max_positions");
     if (o.max_new_tokens == 0) return std::vector<int64_t>{};
     EvalModeGuard eval(*model);
     const int64_t needed = static_cast<int64_t>(prompt.size()) + o.max_new_tokens;
     LlamaDecoder decoder(*model, DecodeOptions{o.use_cache, o.window_shift},
                          std::min(model->options().max_positions, needed));
-    TokenizerVocabulary known(decoder, vocab);
-    return generate_with(known, prompt, o);
+    return generate_with(decoder, prompt, o);
   };
   g.owner = model;
   return g;

@@ -132,6 +132,20 @@ BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(generation)
 
+// vocab_limit keeps the draws below it (a tokenizer shorter than the model's table): sampled
+// hot, every id of 40 is below 3, where without it some are not.
+BOOST_AUTO_TEST_CASE(vocab_limit_keeps_every_draw_below_it) {
+  auto model = f64_model(windowed_gpt(), 8);
+  GenerateOptions o;
+  o.max_new_tokens = 40;
+  o.sampling = {.temperature = 2.0, .top_k = 0, .top_p = 1.0, .seed = 3};
+  const std::vector<int64_t> free = generate(*model, {2, 7, 1}, o);
+  o.vocab_limit = 3;
+  const std::vector<int64_t> limited = generate(*model, {2, 7, 1}, o);
+  BOOST_TEST(std::ranges::any_of(free, [](int64_t t) { return t >= 3; }));
+  BOOST_TEST(std::ranges::all_of(limited, [](int64_t t) { return t < 3; }));
+}
+
 // Greedy decoding past the window: with and without the cache, and against argmax over a full
 // forward of the last block_size tokens written out here.
 BOOST_AUTO_TEST_CASE(greedy_continuation_is_identical_with_and_without_the_cache) {
@@ -245,6 +259,7 @@ BOOST_AUTO_TEST_CASE(bad_options_and_prompts_are_refused) {
   refused([](GenerateOptions& o, P&) { o.max_new_tokens = -1; }, {"max_new_tokens", "-1"});
   refused([](GenerateOptions& o, P&) { o.window_shift = 0; }, {"window_shift", "[1, block_size=6]", "0"});
   refused([](GenerateOptions& o, P&) { o.window_shift = 7; }, {"window_shift", "7"});
+  refused([](GenerateOptions& o, P&) { o.vocab_limit = 12; }, {"vocab_limit 12", "[0, vocab=11]"});
   refused([](GenerateOptions&, P& p) { p.clear(); }, {"prompt is empty"});
   refused([](GenerateOptions&, P& p) { p = {1, 11, 2}; }, {"token id 11", "position 1", "vocab=11"});
   refused([](GenerateOptions&, P& p) { p = {-3}; }, {"token id -3"});
