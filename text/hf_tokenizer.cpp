@@ -386,4 +386,17 @@ Tokenizer load_tokenizer(const std::string& name_or_path) {
   return Tokenizer::bpe(BytePairEncoding::from_json(text, source));
 }
 
+std::string tokenizer_json_file(const Tokenizer& tokenizer) {
+  const std::string kind = tokenizer.kind_name();
+  if (kind == "bpe") return hf_tokenizer_json(tokenizer.byte_pairs());
+  if (kind != kHFTokenizerKind) {
+    throw std::invalid_argument("tokenizer.json: a " + kind + " tokenizer is not a byte-pair encoding");
+  }
+  // The description is the file with its "kind" first (hf_bpe_json): the file is the rest.
+  const std::string json = tokenizer.to_json();
+  const std::string head = std::string("{\"kind\":\"") + kHFTokenizerKind + "\",";
+  if (!json.starts_with(head)) throw std::logic_error("tokenizer.json: an hf_bpe description without its kind first");
+  return "{" + json.substr(head.size());
+}
+
 }  // namespace ag

@@ -54,6 +54,10 @@ Tokenizer hf_tokenizer_from_json(const std::string& json, const std::string& sou
 // by its text, so it cannot give one text two ids).
 std::string hf_tokenizer_json(const BytePairEncoding& bpe);
 
+// The tokenizer.json of a byte-pair tokenizer: an hf_bpe one's own, a "bpe" one's as
+// hf_tokenizer_json writes it. std::invalid_argument naming the kind for any other.
+std::string tokenizer_json_file(const Tokenizer& tokenizer);
+
 // A tokenizer as the programs name one: "byte", "gpt2", a tokenizer.json (a JSON file whose object has a
 // "model"), or a vocabulary file written by train_bpe. Errors name the file.
 Tokenizer load_tokenizer(const std::string& name_or_path);

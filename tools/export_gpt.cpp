@@ -73,10 +73,11 @@ int export_llama(const Args& args) {
   }();
   LoadedLlama loaded = load_llama_checkpoint(args.checkpoint);
   write_llama_hf(*loaded.model, args.out);
-  const bool with_tokenizer = std::string(loaded.tokenizer.kind_name()) == "bpe";
+  const std::string kind = loaded.tokenizer.kind_name();
+  const bool with_tokenizer = kind == "bpe" || kind == kHFTokenizerKind;
   if (with_tokenizer) {
     AtomicFile json((out / "tokenizer.json").string());
-    json.write(hf_tokenizer_json(loaded.tokenizer.byte_pairs()));
+    json.write(tokenizer_json_file(loaded.tokenizer));
     json.commit();
   }
   const LlamaOptions& o = loaded.model->options();

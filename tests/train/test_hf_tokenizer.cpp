@@ -124,6 +124,21 @@ BOOST_AUTO_TEST_CASE(the_description_reads_back_the_same_tokenizer) {
   BOOST_TEST(again.encode(text) == t.encode(text));
 }
 
+// What export_gpt writes as a model's tokenizer.json: an hf_bpe tokenizer's file without the
+// description's "kind", which reads back as the same tokenizer; a bpe one's as hf_tokenizer_json.
+BOOST_AUTO_TEST_CASE(a_tokenizer_json_file_is_written_for_both_byte_pair_kinds_only) {
+  json file = small_file();
+  file["normalizer"] = {{"type", "NFC"}};
+  const Tokenizer t = hf_tokenizer_from_json(file.dump(), "test");
+  const std::string written = tokenizer_json_file(t);
+  BOOST_TEST(!json::parse(written).contains("kind"));
+  BOOST_TEST(hf_tokenizer_from_json(written, "written").to_json() == t.to_json());
+  const BytePairEncoding bpe = train_bpe({{.name = "text.txt", .text = "the cat sat on the mat"}}, {.vocab_size = 262});
+  BOOST_TEST(tokenizer_json_file(Tokenizer::bpe(bpe)) == hf_tokenizer_json(bpe));
+  AG_CHECK_THROWS_WITH(tokenizer_json_file(Tokenizer::bytes()), std::invalid_argument, "byte tokenizer",
+                       "not a byte-pair encoding");
+}
+
 BOOST_AUTO_TEST_CASE(load_tokenizer_tells_a_tokenizer_json_from_a_vocabulary_file) {
   TempDir dir;
   const BytePairEncoding bpe = train_bpe({{.name = "t", .text = "the cat sat on the mat"}}, {.vocab_size = 262});
