@@ -5,6 +5,7 @@
 
 #include "attograd/core/rng.h"
 #include "attograd/core/skip_init.h"
+#include "attograd/models/llama/llama_finetune.h"
 #include "attograd/models/llama/llama_hf.h"
 #include "attograd/train/io/atomic_file.h"
 #include "attograd/train/io/safetensors.h"
@@ -20,9 +21,10 @@ LlamaOptions llama_options_from(const Checkpoint& ck) {
     return llama_options_from_hf_json(text, ck.path() + " (its model entry)");
   });
   const Tokenizer tokenizer = ck.parse_entry("tokenizer", Tokenizer::from_json);
-  if (model.vocab != tokenizer.vocab_size()) {
+  // A fine-tuned Hugging Face model keeps its padded table: at least the tokenizer's ids.
+  if (model.vocab < tokenizer.vocab_size()) {
     throw std::runtime_error("checkpoint '" + ck.path() + "': the model's vocab " + std::to_string(model.vocab) +
-                             " differs from its tokenizer's " + std::to_string(tokenizer.vocab_size()));
+                             " is smaller than its tokenizer's " + std::to_string(tokenizer.vocab_size()));
   }
   return model;
 }
@@ -50,7 +52,9 @@ LoadedLlama load_llama_checkpoint(const Checkpoint& ck) {
     SkipInitGuard no_init;
     out.model = std::make_unique<Llama>(options);
   }
-  ck.load(out.model->named_parameters());
+  // A fine-tuning run's adapters (and, for an adapter alone, its base read again).
+  restore_finetune(ck, *out.model);
+  ck.load(holds_trainable_only(ck) ? out.model->trainable_parameters() : out.model->named_parameters());
   out.model->eval();
   out.tokenizer = llama_tokenizer_from(ck);
   return out;

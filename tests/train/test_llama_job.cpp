@@ -2,14 +2,21 @@
 // it learns a small text, its checkpoint names the family and holds its config, a stopped and
 // resumed run is bit for bit the uninterrupted one with every optimizer, the window is a job
 // option recorded in the checkpoint (a Llama's context is far longer than what a run trains on),
-// and what does not fit the model is refused by name.
+// and what does not fit the model is refused by name. Fine-tuning a Hugging Face directory with
+// LoRA leaves its base bit for bit, an adapter-only checkpoint loads on that base and on no
+// other, and the options are checked against a shape without building it.
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "attograd/models/llama/llama.h"
+#include "attograd/models/llama/llama_finetune.h"
 #include "attograd/models/llama/llama_hf.h"
+#include "attograd/models/llama/llama_load.h"
 #include "attograd/text/lm_job.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/io/json_text.h"
@@ -128,6 +135,77 @@ BOOST_AUTO_TEST_CASE(another_window_does_not_resume_and_one_beyond_the_context_i
   const Tokenizer bytes = Tokenizer::bytes();
   AG_CHECK_THROWS_WITH(LanguageModelJob(model, bytes, bytes.encode(lm_test_text()), tiny_job()), std::invalid_argument,
                        "vocab " + std::to_string(tok.vocab_size()), "256");
+}
+
+BOOST_AUTO_TEST_CASE(a_lora_run_on_a_hugging_face_directory_keeps_its_base_and_needs_that_base) {
+  TempDir dir;
+  const Tokenizer tok = Tokenizer::characters(lm_test_text());
+  // The directory's table is longer than the tokenizer's ids, as Hugging Face's models pad it.
+  const LlamaOptions padded = tiny_llama(tok.vocab_size() + 5);
+  const std::string base = dir.file("base");
+  manual_seed(5);
+  {
+    Llama written(padded);
+    write_llama_hf(written, base);
+  }
+  std::map<std::string, std::vector<double>> before;
+  for (const auto& [name, t] : load_llama_hf(base)->state_dict()) before[name] = t.to_vector();
+
+  manual_seed(11);
+  Llama model(padded);
+  LanguageModelJobOptions j = tiny_job();
+  j.finetune = prepare_finetune(model, {.init_from = base, .lora_rank = 2, .adapter_only = true});
+  BOOST_TEST(parse_json(j.finetune).at("lora").at("targets").dump() == R"(["q_proj","k_proj","v_proj","o_proj"])");
+  LanguageModelJob job(model, tok, tok.encode(lm_test_text()), j);
+  Trainer trainer(job, lm_test_options(6), {.checkpoint_path = dir.file("ckpt.safetensors"), .save_trainable_only = true});
+  const Evaluation start = trainer.evaluate();
+  const TrainSummary done = trainer.run();
+  BOOST_TEST(done.eval.loss < start.loss);
+  int64_t adapters = 0;
+  for (const auto& [name, t] : model.state_dict()) {
+    if (name.ends_with(".lora_a") || name.ends_with(".lora_b")) {
+      ++adapters;
+    } else {
+      BOOST_TEST((t.to_vector() == before.at(name)), name << " changed under LoRA");
+    }
+  }
+  BOOST_TEST(adapters == 2 * 4 * 2);
+
+  // The checkpoint holds the adapters alone; loading it reads the base again.
+  const LoadedLlama loaded = load_llama_checkpoint(dir.file("ckpt.safetensors"));
+  BOOST_TEST((parameter_values(*loaded.model) == parameter_values(model)));
+  BOOST_TEST(loaded.model->vocab_size() == tok.vocab_size() + 5);
+  // One byte of the base changes: the adapter is refused, naming the base.
+  {
+    std::fstream f(base + "/model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(-1, std::ios::end);
+    const char c = static_cast<char>(f.get() ^ 1);
+    f.seekp(-1, std::ios::end);
+    f.put(c);
+  }
+  AG_CHECK_THROWS_WITH(load_llama_checkpoint(dir.file("ckpt.safetensors")), std::runtime_error, "another base", base);
+  // A directory is described by its config.json and its tensors files together.
+  const BaseWeights b = describe_base_weights(base);
+  BOOST_TEST(b.bytes == std::filesystem::file_size(base + "/config.json") +
+                            std::filesystem::file_size(base + "/model.safetensors"));
+  std::filesystem::remove(base + "/model.safetensors");
+  AG_CHECK_THROWS_WITH(describe_base_weights(base), std::runtime_error, "no *.safetensors");
+}
+
+BOOST_AUTO_TEST_CASE(fine_tuning_options_are_checked_against_a_shape_without_building_it) {
+  // Llama 3.2 1B: key/value projections 512 wide, queries 2048, 16 layers, a tied head.
+  const LlamaOptions m = llama_preset("llama3.2-1b");
+  validate_finetune(m, {.lora_rank = 8});
+  validate_finetune(m, {.lora_rank = 600, .lora_targets = {"q_proj", "gate_proj"}});
+  AG_CHECK_THROWS_WITH(validate_finetune(m, {.lora_rank = 600}), std::invalid_argument, "rank 600", "[1, 512]",
+                       "k_proj");
+  AG_CHECK_THROWS_WITH(validate_finetune(m, {.lora_rank = 2, .lora_targets = {"w_q"}}), std::invalid_argument, "'w_q'",
+                       "q_proj");
+  validate_finetune(m, {.freeze = {"model.layers.15"}});
+  AG_CHECK_THROWS_WITH(validate_finetune(m, {.freeze = {"model.layers.16"}}), std::invalid_argument,
+                       "'model.layers.16' names no parameter");
+  AG_CHECK_THROWS_WITH(validate_finetune(m, {.lora_rank = 2, .adapter_only = true}), std::invalid_argument,
+                       "init_from");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
