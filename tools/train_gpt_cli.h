@@ -16,6 +16,8 @@
 #include "attograd/models/gpt/gpt.h"
 #include "attograd/models/gpt/gpt_job.h"
 #include "attograd/models/llama/llama.h"
+#include "attograd/models/llama/llama_hf.h"
+#include "attograd/models/llama/llama_load.h"
 #include "common/training_program.h"
 
 namespace ag {
@@ -37,16 +39,18 @@ struct TrainGPTArgs : TrainingArgs {
   GPTOptions model{.vocab = 0, .block_size = 64, .d_model = 128, .n_head = 4, .n_layers = 4, .dropout = 0.0,
                    .bias = true};
   std::string preset;        // gpt_preset's name (flags given beside it win) or llama_preset's
-  // The family the run trains: "gpt", or "llama" for a Llama preset (the shape is the preset's;
-  // --block-size is the training window). A resumed run's is its checkpoint's.
+  // The family the run trains: "gpt", or "llama" for a Llama preset or a Llama-family base of
+  // --init-from (the shape is the preset's or the base's; --block-size is the training window).
+  // A resumed run's is its checkpoint's.
   std::string family = "gpt";
   std::string activation;    // --activation; empty: the preset's, else the exact GELU
   GPTJobOptions job;  // batch 32; seed = --seed
   bool eval_full = false;  // at the end, the loss over the whole validation split
-  // --init-from, --freeze, --lora-*, --save-adapter-only (models/gpt/finetune.h). LoRA's default
-  // targets are the four attention projections of every block; --lora-targets replaces them.
+  // --init-from, --freeze, --lora-*, --save-adapter-only (train/finetune.h). LoRA's default
+  // targets are the family's four attention projections of every block; --lora-targets replaces
+  // them.
   FineTuneOptions finetune;
-  std::vector<std::string> lora_targets;  // empty: FineTuneOptions' default
+  std::vector<std::string> lora_targets;  // empty: the family's default
 
   TrainGPTArgs() {
     // The default run: under 5 minutes on two quiet cores to a validation loss below 2.0 nats per
@@ -114,7 +118,9 @@ struct TrainGPTArgs : TrainingArgs {
     f.path("--init-from", finetune.init_from,
            "start from these weights: a checkpoint of train_gpt (its model and tokenizer are the run's), a Hugging "
            "Face GPT-2 model.safetensors, nanoGPT's state_dict as safetensors, or llm.c's .bin (told from the "
-           "content; the model flags or --preset must describe it)");
+           "content; the model flags or --preset must describe it); or a Hugging Face directory of the Llama family "
+           "(Llama, Qwen2/3, Mistral, SmolLM: config.json gives the shape, its tokenizer.json is the run's unless "
+           "--tokenizer names another)");
     f.words("--freeze", finetune.freeze,
             "leave these parameters as they are: a glob over the dotted name ('blocks.*.attn.*'), or a leading "
             "part of it ('embed', 'blocks.0'); repeatable")->expected(1, CLI::detail::expected_max_vector_size);
@@ -122,8 +128,8 @@ struct TrainGPTArgs : TrainingArgs {
               "train LoRA adapters of this rank on the --lora-targets and freeze everything else (0: no LoRA)");
     f.real("--lora-alpha", finetune.lora_alpha, 0.0, 1e6, "the adapters' update is scaled by alpha / rank (0: the rank)");
     f.words("--lora-targets", lora_targets,
-            "the Linear layers that get adapters, by name or dotted suffix: w_q w_k w_v w_o (the default) "
-            "linear1 linear2")->expected(1, CLI::detail::expected_max_vector_size);
+            "the Linear layers that get adapters, by name or dotted suffix: a GPT's w_q w_k w_v w_o (the default) "
+            "linear1 linear2; a Llama's q_proj k_proj v_proj o_proj (the default) gate_proj up_proj down_proj")->expected(1, CLI::detail::expected_max_vector_size);
     f.flag("--save-adapter-only", finetune.adapter_only,
            "checkpoints hold only the trained parameters (and the base's path and checksum): needs --init-from");
   }
@@ -196,23 +202,13 @@ struct TrainGPTArgs : TrainingArgs {
                          " gives the Llama family's whole shape (only --block-size, the training window, goes with it)");
       }
     }
-    for (const char* flag : {"--init-from", "--freeze", "--lora-rank", "--lora-alpha", "--lora-targets",
-                             "--save-adapter-only"}) {
-      if (line.typed(flag)) {
-        throw UsageError(std::string(flag) + ": fine-tuning is not there yet for the Llama family in train_gpt; --preset " +
-                         preset + " trains from scratch");
-      }
+    if (!finetune.init_from.empty()) {
+      throw UsageError("--init-from " + finetune.init_from + " is not a Llama-family base (a Hugging Face directory of " +
+                       "Llama, Qwen2/3 or Mistral, or a checkpoint of a Llama-family run); --preset " + preset +
+                       " trains from scratch");
     }
     const LlamaOptions p = llama_preset(preset);
-    if (line.given("--block-size")) {
-      if (model.block_size > p.max_positions) {
-        throw UsageError("--block-size " + std::to_string(model.block_size) + " is longer than --preset " + preset +
-                         "'s context of " + std::to_string(p.max_positions) + " tokens");
-      }
-      job.block_size = model.block_size;
-    } else {
-      job.block_size = std::min<int64_t>(p.max_positions, 256);
-    }
+    set_window(line, p.max_positions, "--preset " + preset + "'s");
     if (!line.given("--tokenizer")) {
       if (p.vocab != 256) {
         throw UsageError("--preset " + preset + " reads " + std::to_string(p.vocab) +
@@ -222,10 +218,74 @@ struct TrainGPTArgs : TrainingArgs {
     }
   }
 
+  // --block-size is the window the job trains on, within the model's context (`whose`: the
+  // context's owner in a message); without it, the context when shorter than 256, else 256.
+  void set_window(const CommandLine& line, int64_t context, const std::string& whose) {
+    if (line.given("--block-size")) {
+      if (model.block_size > context) {
+        throw UsageError("--block-size " + std::to_string(model.block_size) + " is longer than " + whose +
+                         " context of " + std::to_string(context) + " tokens");
+      }
+      job.block_size = model.block_size;
+    } else {
+      job.block_size = std::min<int64_t>(context, 256);
+    }
+  }
+
+  // Whether --init-from names a base of the Llama family: a Hugging Face directory of it, or a
+  // checkpoint of a Llama-family run.
+  bool llama_base() const {
+    return !finetune.init_from.empty() &&
+           (is_llama_hf_directory(finetune.init_from) || is_llama_checkpoint(finetune.init_from));
+  }
+
+  // --init-from a Llama-family base: its config.json (or the checkpoint's model entry) is the
+  // shape, so GPT's shape flags and --preset are refused by name; the directory's tokenizer.json
+  // is the run's unless --tokenizer names another (a checkpoint's own is, always).
+  void finish_llama_base(const CommandLine& line) {
+    namespace fs = std::filesystem;
+    family = "llama";
+    const bool directory = fs::is_directory(finetune.init_from);
+    const std::string shape_source = directory ? (fs::path(finetune.init_from) / "config.json").string()
+                                               : finetune.init_from + " (a checkpoint)";
+    for (const char* flag : {"--layers", "--heads", "--d-model", "--dropout", "--bias", "--no-bias", "--activation",
+                             "--vocab-multiple", "--preset"}) {
+      if (line.typed(flag)) {
+        throw UsageError(std::string(flag) + " cannot go with --init-from " + finetune.init_from + ": " + shape_source +
+                         " gives the model's whole shape (only --block-size, the training window, goes with it)");
+      }
+    }
+    LlamaOptions base;
+    try {
+      base = directory ? llama_options_from_hf_config(shape_source) : llama_options_from(Checkpoint::open(finetune.init_from));
+    } catch (const std::runtime_error& e) {
+      throw UsageError(std::string("--init-from: ") + e.what());
+    }
+    set_window(line, base.max_positions, shape_source + "'s");
+    if (!directory) {
+      if (line.typed("--tokenizer")) {
+        throw UsageError("--tokenizer cannot go with --init-from " + finetune.init_from +
+                         ": a checkpoint's model and tokenizer are the run's");
+      }
+    } else if (!line.given("--tokenizer")) {
+      const fs::path json = fs::path(finetune.init_from) / "tokenizer.json";
+      std::error_code ec;
+      if (!fs::is_regular_file(json, ec)) {
+        throw UsageError("--init-from: the directory '" + finetune.init_from +
+                         "' has no tokenizer.json; name one with --tokenizer (byte for a model of 256 byte tokens)");
+      }
+      tokenizer = json.string();
+      inputs.push_back({"--tokenizer", tokenizer});
+    }
+    inputs.push_back({"--init-from", finetune.init_from});
+  }
+
   void finish(const CommandLine& line) {
     job.seed = seed;
     tokenizer_given = line.given("--tokenizer");
-    if (is_llama_preset(preset)) {
+    if (llama_base()) {
+      finish_llama_base(line);
+    } else if (is_llama_preset(preset)) {
       finish_llama(line);
     } else if (!preset.empty()) {
       // The preset fills what the flags leave unsaid.
@@ -240,7 +300,9 @@ struct TrainGPTArgs : TrainingArgs {
       if (!line.given("--tokenizer")) tokenizer = "gpt2";
     }
     if (!activation.empty()) model.activation = line.choice("--activation", parse_activation, activation);
-    if (!finetune.init_from.empty() && std::filesystem::is_directory(finetune.init_from)) from_hf_directory(line);
+    if (family == "gpt" && !finetune.init_from.empty() && std::filesystem::is_directory(finetune.init_from)) {
+      from_hf_directory(line);
+    }
     for (const std::string& source : data) {
       if (!is_corpus_name(source)) inputs.push_back({"--data", source});
     }
@@ -269,7 +331,7 @@ struct TrainGPTArgs : TrainingArgs {
     if (finetune.adapter_only && finetune.lora_rank == 0 && finetune.freeze.empty() && !line.resuming) {
       throw UsageError("--save-adapter-only needs --lora-rank or --freeze: otherwise every parameter trains");
     }
-    if (!finetune.init_from.empty()) {
+    if (!finetune.init_from.empty() && family == "gpt") {
       // A checkpoint of ours decides the model and the tokenizer; the other layouts hold weights only.
       std::error_code ec;
       const bool ours = std::filesystem::is_regular_file(finetune.init_from, ec) &&

@@ -2,9 +2,9 @@
 # Data-parallel training under a real `mpirun -np 2` (issue 16):
 #   1. the library: DataParallel against one process in float64 and float32, and the overlap
 #      (tests/mpi/dp_check.cpp);
-#   2. equivalence: train_sequence, train_gpt (a GPT and a llama-tiny) and train_seq2seq with -np 2 against one process,
-#      same global batch, 20 updates: every parameter within 1e-5 relative, the metrics (loss
-#      curves) too;
+#   2. equivalence: train_sequence, train_gpt (a GPT, a llama-tiny and a LoRA fine-tune of it)
+#      and train_seq2seq with -np 2 against one process, same global batch, 20 updates: every
+#      parameter within 1e-5 relative, the metrics (loss curves) too;
 #   3. determinism: the same -np 2 command twice gives the same metrics log (every field but the
 #      two wall-clock ones, tokens_per_s and elapsed_s) and bit-identical checkpoints;
 #   4. resume: a -np 2 run stopped with SIGINT (sent to one rank only: the ranks agree to stop
@@ -71,6 +71,15 @@ out=$("$check" --compare-params l2.st l1.st 1e-5) || fail "train_gpt --preset ll
 grep -q "largest relative difference 0 " <<<"$out" && fail "llama-tiny -np 2 and one process agree bit for bit: was the batch split?"
 "$check" --compare-metrics l2.jsonl l1.jsonl 1e-5 || fail "train_gpt --preset llama-tiny: the loss curves differ"
 echo "ok: train_gpt --preset llama-tiny -np 2 == one process (parameters and metrics within 1e-5)"
+
+# Fine-tuning it with LoRA from that checkpoint: the adapters of -np 2 and one process agree.
+TUNE=(--data text.txt --init-from l1.st --lora-rank 4 --block-size 16 --batch 8 --warmup 5 --eval-every 10 --quiet
+  --optimizer sgd --momentum 0.9 --lr 0.1 --steps 20)
+np2 "$gpt" "${TUNE[@]}" --save t2.st --log t2.jsonl --plot t2.svg >t2.out 2>&1 || fail "-np 2 LoRA on llama-tiny: $(cat t2.out)"
+"$gpt" "${TUNE[@]}" --save t1.st --log t1.jsonl --plot t1.svg >t1.out 2>&1 || fail "LoRA on llama-tiny: $(cat t1.out)"
+out=$("$check" --compare-params t2.st t1.st 1e-5) || fail "LoRA on llama-tiny: -np 2 and one process differ: $out"
+"$check" --compare-metrics t2.jsonl t1.jsonl 1e-5 || fail "LoRA on llama-tiny: the loss curves differ"
+echo "ok: train_gpt --init-from a llama-tiny --lora-rank 4 -np 2 == one process (parameters and metrics within 1e-5)"
 
 # Gradient accumulation over two processes: each rank's 4 rows in 2 micro-batches of 2, with one
 # gradient exchange per update (the report counts them), give the one-process run's update.

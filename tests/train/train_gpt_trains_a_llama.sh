@@ -2,9 +2,10 @@
 # train_gpt --preset llama-tiny, as a user runs it (from a scratch directory, on the default text,
 # Debian's fortunes): the run describes a Llama, its validation loss falls, a run stopped by Ctrl-C
 # and resumed logs the very rows of the uninterrupted run, and generate and evaluate read the
-# checkpoint alone. What the family cannot take yet (GPT's shape flags, fine-tuning, a window
-# beyond the context, a preset without its tokenizer) is refused by name with exit 2.
-# (export_gpt's Llama export is tests/parity/llama_export_matches_torch.sh's.)
+# checkpoint alone. What a preset cannot take (GPT's shape flags, a base that is not of the
+# family, a window beyond the context, a preset without its tokenizer) is refused by name with
+# exit 2. (export_gpt's Llama export is tests/parity/llama_export_matches_torch.sh's; fine-tuning
+# is train_gpt_fine_tunes_a_llama.sh's.)
 #   train_gpt_trains_a_llama.sh BUILD_DIR SOURCE_DIR
 source "$(dirname "$0")/../in_scratch_directory.sh" "$@"
 untimed() { sed -E 's/"tokens_per_s":[^,}]*//; s/"elapsed_s":[^,}]*//' "$1"; }
@@ -64,7 +65,7 @@ refused() {
   [ "$status" = 2 ] && grep -qF -- "$expected" err.txt || fail "train_gpt $*: exit $status, $(cat err.txt)"
 }
 refused "--layers shapes a GPT; --preset llama-tiny gives the Llama family's whole shape" --preset llama-tiny --layers 2
-refused "--lora-rank: fine-tuning is not there yet for the Llama family" --preset llama-tiny --lora-rank 4
+refused "is not a Llama-family base" --preset llama-tiny --init-from "$source/README.md"
 refused "--block-size 300 is longer than --preset llama-tiny's context of 256 tokens" --preset llama-tiny --block-size 300
 refused "--preset smollm2-135m reads 49152 tokens: give its tokenizer with --tokenizer" --preset smollm2-135m
 status=0
