@@ -497,8 +497,24 @@ BIN=$EXPORT run usage "only the Hugging Face layout" "export_gpt --format llmc -
 BIN=$GENERATE run usage "--tokenizer|says all of them" "generate --checkpoint <a llama-tiny checkpoint> --tokenizer byte" \
   --checkpoint "$LT/ck.safetensors" --tokenizer byte --prompt x --tokens 2
 BIN=$GPT run usage "--heads shapes a GPT" "train_gpt --preset llama-tiny --heads 2" "${LLAMA[@]}" --heads 2 --steps 2
-BIN=$GPT run usage "--freeze|not there yet for the Llama family" "train_gpt --preset llama-tiny --freeze embed" \
-  "${LLAMA[@]}" --freeze embed --steps 2
+BIN=$GPT run error "freeze|'embed' names no parameter of the Llama|model.embed_tokens.weight" \
+  "train_gpt --preset llama-tiny --freeze embed (a GPT's name)" "${LLAMA[@]}" --freeze embed --steps 2
+# Fine-tuning a Llama-family directory: one without tokenizer.json, one with a shard cut short, a
+# LoRA rank wider than a projection, a GPT's LoRA target, a preset beside the base.
+LD=$G9/llama-dir
+cp -r "$root/tests/parity/fixtures/llama/byte_llama" "$LD"
+cp -r "$LD" "$G9/llama-short" && truncate -s -100 "$G9/llama-short/model.safetensors"
+TUNE=(--data "$text" --block-size 16 --batch 2 --eval-windows 1 --steps 1 --quiet)
+BIN=$GPT run usage "--init-from|llama-dir' has no tokenizer.json; name one with --tokenizer" \
+  "train_gpt --init-from <a Llama directory without tokenizer.json>" --init-from "$LD" "${TUNE[@]}"
+BIN=$GPT run error "llama-short/model.safetensors|truncated" "train_gpt --init-from <a Llama directory, its tensors cut short>" \
+  --init-from "$G9/llama-short" --tokenizer byte "${TUNE[@]}"
+BIN=$GPT run error "LoRA rank 17|[1, 16]|k_proj" "train_gpt --init-from <a Llama directory> --lora-rank 17" \
+  --init-from "$LD" --tokenizer byte --lora-rank 17 "${TUNE[@]}"
+BIN=$GPT run error "no Linear is named 'w_q'|q_proj" "train_gpt --init-from <a Llama directory> --lora-targets w_q" \
+  --init-from "$LD" --tokenizer byte --lora-rank 2 --lora-targets w_q "${TUNE[@]}"
+BIN=$GPT run usage "--preset cannot go with --init-from|config.json" "train_gpt --init-from <a Llama directory> --preset llama-tiny" \
+  --init-from "$LD" --tokenizer byte --preset llama-tiny "${TUNE[@]}"
 BIN=$GPT run usage "--data|short.txt|9 tokens, fewer than block_size + 1 = 17" \
   "train_gpt --preset llama-tiny --data <a text of 9 bytes> --block-size 16" \
   --preset llama-tiny --data "$G9/short.txt" --block-size 16 --steps 1
