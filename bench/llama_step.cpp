@@ -97,15 +97,22 @@ int run_main(int argc, char** argv) {
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     const double tokens_per_s = static_cast<double>(generate_tokens) / (median_of(ms) / 1e3);
+    // What a cached token reads: every weight once (an untied table only its one row, the tied
+    // one whole as the head) and the cache so far, on average 1 + n/2 positions of every layer.
+    const ag::LlamaOptions r = ag::resolved(o);
+    const double weights = static_cast<double>(model.num_parameters() - (o.tie_word_embeddings ? 0 : o.vocab * o.d_model));
+    const double cache = static_cast<double>(r.n_layers * 2 * r.n_kv_head * r.head_dim) *
+                         (1.0 + static_cast<double>(generate_tokens) / 2.0);
+    const double bytes_per_token = 4.0 * (weights + cache);
     uint64_t h = 1469598103934665603ull;
     for (const int64_t t : tokens) h = (h ^ static_cast<uint64_t>(t)) * 1099511628211ull;
     std::printf(json ? "{\"framework\": \"attograd\", \"mode\": \"generate\", \"config\": \"%s\", \"new_tokens\": %lld, "
                        "\"median_ms\": %.3f, \"tokens_per_s\": %.3f, \"fingerprint\": \"%016llx\", \"peak_rss_mb\": %.1f, "
-                       "\"threads\": %lld}\n"
+                       "\"threads\": %lld, \"bytes_per_token\": %.0f}\n"
                      : "config %s, greedy generation of %lld tokens at batch 1 with the cache: median %.1f ms, %.2f "
-                       "tokens/s, fingerprint %016llx, peak RSS %.1f MB, threads %lld\n",
+                       "tokens/s, fingerprint %016llx, peak RSS %.1f MB, threads %lld, %.0f bytes read per token\n",
                 config_name.c_str(), static_cast<long long>(generate_tokens), median_of(ms), tokens_per_s,
-                static_cast<unsigned long long>(h), peak_rss_mb(), static_cast<long long>(threads));
+                static_cast<unsigned long long>(h), peak_rss_mb(), static_cast<long long>(threads), bytes_per_token);
     return 0;
   }
 

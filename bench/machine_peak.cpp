@@ -3,8 +3,12 @@
 //     on one thread and on one thread per core at once (the ceiling no matrix library passes);
 //  2. OpenBLAS's own throughput on the linear products of a GPT training step (forward, dX and
 //     dW of every layer's q, k, v, output and feed-forward projections and of the head), with
-//     OpenBLAS's threads, no attograd code in between: the floor for the products of a step.
-// bench/RESULTS.md uses both to say how fast a whole GPT step can possibly be here.
+//     OpenBLAS's threads, no attograd code in between: the floor for the products of a step;
+//  3. the memory read bandwidth: a sum over a buffer of 1 GiB (far beyond every cache), split
+//     among the threads, on one thread and on --threads (the median of seven rounds): the ceiling of cached generation at
+//     batch 1, which reads every weight once per token.
+// bench/RESULTS.md uses them to say how fast a whole GPT step, or a generated token, can possibly
+// be here.
 //
 //   build/bench/machine_peak [--threads 2] [--config baby|large|gpt2-4x64|gpt2-8x256]
 #include <CLI/CLI.hpp>
@@ -60,6 +64,51 @@ double fma_peak(int threads) {
   return threads * static_cast<double>(kIterations) * 10 * 8 * 2 / best / 1e9;
 }
 
+// Sums floats [begin, end) with four independent 256-bit accumulators (so that the adds never
+// wait on each other and the loads are the limit).
+[[gnu::target("avx2")]] float sum_range(const float* p, int64_t begin, int64_t end) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = begin;
+  for (; i + 32 <= end; i += 32) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
+    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
+    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+  float total = 0;
+  for (float v : lanes) total += v;
+  for (; i < end; ++i) total += p[i];
+  return total;
+}
+
+// GB/s of `threads` threads each summing its share of a 1 GiB buffer (the median of seven: on a
+// shared host one round now and then runs far faster than the rest); the buffer is written first,
+// so that its pages exist before the clock starts.
+double read_bandwidth(int threads) {
+  constexpr int64_t kFloats = int64_t{1} << 28;  // 1 GiB
+  static std::vector<float> buffer(static_cast<size_t>(kFloats), 1.0f);
+  std::vector<double> times;
+  std::vector<float> partial(static_cast<size_t>(threads));
+  for (int round = 0; round < 7; ++round) {
+    std::vector<std::thread> pool;
+    const Clock::time_point t0 = Clock::now();
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        partial[static_cast<size_t>(t)] = sum_range(buffer.data(), kFloats * t / threads, kFloats * (t + 1) / threads);
+      });
+    }
+    for (std::thread& t : pool) t.join();
+    times.push_back(seconds_since(t0));
+    float total = 0;
+    for (float v : partial) total += v;
+    if (total <= 0) std::printf("(the sum came out %g)\n", static_cast<double>(total));  // keeps it used
+  }
+  std::sort(times.begin(), times.end());
+  return static_cast<double>(kFloats) * sizeof(float) / times[times.size() / 2] / 1e9;
+}
+
 struct Config {
   int64_t layers, d_model, tokens, vocab;
 };
@@ -104,16 +153,19 @@ double step_products(const Config& c, double& flops) {
 }  // namespace
 
 int run_main(int argc, char** argv) {
-  CLI::App app{"Measures this machine's float32 FMA peak and OpenBLAS's throughput on a GPT step's products."};
+  CLI::App app{"Measures this machine's float32 FMA peak, its memory read bandwidth and OpenBLAS's throughput on a GPT "
+               "step's products."};
   int threads = 2;
   std::string config = "large";
-  app.add_option("--threads", threads, "threads for the FMA peak and for OpenBLAS")->check(CLI::Range(1, 256));
+  app.add_option("--threads", threads, "threads for the FMA peak, the bandwidth and OpenBLAS")->check(CLI::Range(1, 256));
   app.add_option("--config", config, "the model whose products are timed")
       ->check(CLI::IsMember({"baby", "large", "gpt2-4x64", "gpt2-8x256"}));
   CLI11_PARSE(app, argc, argv);
 
   std::printf("FMA peak, 256-bit, register-only: 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n", fma_peak(1),
               threads, fma_peak(threads));
+  std::printf("memory read bandwidth, a sum over 1 GiB (median of 7): 1 thread %.1f GB/s, %d threads %.1f GB/s\n",
+              read_bandwidth(1), threads, read_bandwidth(threads));
   openblas_set_num_threads(threads);
   // bench/gpt_step's shapes: tokens = batch * context.
   const Config c = config == "baby"        ? Config{4, 128, 32 * 128, 96}
