@@ -26,3 +26,15 @@ interruptible() {
   trap - INT QUIT
   exec "$@"
 }
+# `stop_when_logged SIGNAL PID LOG ROWS`: once the metrics log LOG holds ROWS rows (or after 10 s),
+# sends SIGNAL to PID (a run started with `interruptible ... &` for INT) and waits for it to end,
+# whatever its status.
+stop_when_logged() {
+  local signal=$1 pid=$2 log=$3 rows=$4
+  for _ in $(seq 1 1000); do
+    [ -e "$log" ] && [ "$(wc -l <"$log")" -ge "$rows" ] && break
+    sleep 0.01
+  done
+  kill -"$signal" "$pid" 2>/dev/null || true
+  wait "$pid" || true
+}

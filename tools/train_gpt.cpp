@@ -221,6 +221,23 @@ int report_and_finish(TrainingRun& run, LanguageModelJob& job, const TrainSummar
   return run.finish(s, ", sample with generate --checkpoint " + run.checkpoint_path());
 }
 
+// After run.prepare() has seeded the generator: the model of either family (built now unless a
+// base was read into it before), and what fine-tuning does to it: a resumed run's checkpoint
+// rebuilds its adapters and frozen parameters, a fresh run's options put them in place
+// (prepare_finetune of the family). The job records the "finetune" entry either way.
+template <class Model, class ModelOptions>
+void tune_model(std::optional<Model>& model, const ModelOptions& shape, const Checkpoint* ck,
+                const FineTuneOptions& finetune, bool base_loaded, TrainingRun& run, LanguageModelJobOptions& options) {
+  if (!model) model.emplace(shape);
+  if (ck) {
+    restore_finetune(*ck, *model);
+    if (ck->has_entry("finetune")) options.finetune = ck->entry("finetune");
+  } else if (finetune.active()) {
+    options.finetune = prepare_finetune(*model, finetune, base_loaded);
+  }
+  run.save_trainable_only(finetune.adapter_only);
+}
+
 // A Llama-family run (--preset llama-tiny, --init-from a Hugging Face directory or a Llama
 // checkpoint, or the resume of one): the preset's shape with the tokenizer's vocabulary, or the
 // base's shape, trained on windows of --block-size tokens.
@@ -299,14 +316,7 @@ int run_llama(const TrainGPTArgs& a, TrainingRun& run) {
   }
   run.prepare(d.stem, title.str());
 
-  if (!model) model.emplace(m);
-  if (ck) {
-    restore_finetune(*ck, *model);
-    if (ck->has_entry("finetune")) options.finetune = ck->entry("finetune");
-  } else if (finetune.active()) {
-    options.finetune = prepare_finetune(*model, finetune, /*base_loaded=*/load_base);
-  }
-  run.save_trainable_only(finetune.adapter_only);
+  tune_model(model, m, ck, finetune, load_base, run, options);
   std::optional<LanguageModelJob> job;
   std::ostringstream about;
   about << make_job(job, *model, d, tokenizer, shards, tokens, options, true);
@@ -411,14 +421,7 @@ int run(const TrainGPTArgs& a) {
   }
   run.prepare(data_stem, title.str());
 
-  if (!model) model.emplace(m);
-  if (ck) {
-    restore_finetune(*ck, *model);
-    if (ck->has_entry("finetune")) options.finetune = ck->entry("finetune");
-  } else if (finetune.active()) {
-    options.finetune = prepare_finetune(*model, finetune, /*base_loaded=*/load_base);
-  }
-  run.save_trainable_only(finetune.adapter_only);
+  tune_model(model, m, ck, finetune, load_base, run, options);
   // A checkpoint written before the data entry named the sources resumes without them: its
   // entry is the old one, and the token checksum alone still refuses another text.
   const bool record_sources = !ck || gpt_data_names_corpus(*ck);

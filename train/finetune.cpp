@@ -217,6 +217,12 @@ void adapt_for_finetune(Module& model, const FineTuneOptions& o) {
   freeze_parameters(model, o.freeze);
 }
 
+void check_finetune_names(Module& twin, const FineTuneOptions& o) {
+  FineTuneOptions narrow = o;
+  if (narrow.lora_rank > 0) narrow.lora_rank = 1;
+  adapt_for_finetune(twin, narrow);
+}
+
 std::string prepare_finetune_with(Module& model, const FineTuneOptions& o, const LoadBaseWeights& load,
                                   bool base_loaded) {
   check_finetune_options(o);

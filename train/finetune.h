@@ -87,9 +87,12 @@ using LoadBaseWeights = std::function<void(const std::string& path)>;
 // fit), std::runtime_error for the file.
 std::string prepare_finetune_with(Module& model, const FineTuneOptions& options, const LoadBaseWeights& load,
                                   bool base_loaded = false);
-// The adapters and frozen parameters alone, on a model whose base weights are in place (a
-// family's validate_finetune runs it on a narrow twin to check names).
+// The adapters and frozen parameters alone, on a model whose base weights are in place.
 void adapt_for_finetune(Module& model, const FineTuneOptions& options);
+// The names' half of a family's validate_finetune: the options, at rank 1, applied to `twin`, a
+// narrow model of the family with the real one's names; std::invalid_argument for a pattern or
+// a target that names nothing.
+void check_finetune_names(Module& twin, const FineTuneOptions& options);
 
 // The options of a checkpoint's "finetune" entry (inactive when it has none); std::runtime_error
 // naming the file when the entry is invalid.

@@ -47,9 +47,7 @@ void validate_finetune(const GPTOptions& m, const FineTuneOptions& given) {
   names_only.block_size = 1;
   names_only.d_model = m.n_head;  // heads of one: the same modules, the same names
   GPT twin(names_only);
-  FineTuneOptions narrow = o;
-  if (narrow.lora_rank > 0) narrow.lora_rank = 1;
-  adapt_for_finetune(twin, narrow);
+  check_finetune_names(twin, o);
 }
 
 std::string prepare_finetune(GPT& model, const FineTuneOptions& o, bool base_loaded) {

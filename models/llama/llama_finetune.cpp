@@ -80,9 +80,7 @@ void validate_finetune(const LlamaOptions& given, const FineTuneOptions& f) {
   names_only.d_hidden = 1;
   names_only.rope_scaling = {};
   Llama twin(names_only);
-  FineTuneOptions narrow = o;
-  if (narrow.lora_rank > 0) narrow.lora_rank = 1;
-  adapt_for_finetune(twin, narrow);
+  check_finetune_names(twin, o);
 }
 
 std::string prepare_finetune(Llama& model, const FineTuneOptions& o, bool base_loaded) {

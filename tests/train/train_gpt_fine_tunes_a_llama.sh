@@ -6,7 +6,7 @@
 #     16 adapter tensors are there and B has moved off zero; export_gpt merges the adapters into a
 #     directory that evaluate scores as the checkpoint (bits per byte within 1e-5);
 #   --freeze PATTERN: the tensors it names bit-identical, the others changed;
-#   --save-adapter-only: stopped by a signal and resumed, bit for bit the uninterrupted run;
+#   --save-adapter-only: stopped by Ctrl-C and resumed, bit for bit the uninterrupted run;
 #     generate reads it; a base directory changed by one byte is refused by generate and resume;
 #   a run's own directory and tokenizer.json: train_bpe --format hf, a llama-tiny on it, export_gpt
 #     (which writes that tokenizer.json back), then --init-from the directory with no --tokenizer;
@@ -35,15 +35,7 @@ python3 "$tensors" base/model.safetensors lora.st | grep -v optimizer/ >cmp.txt
   fail "a base tensor changed under LoRA: $(grep -v '^same ' cmp.txt | grep -v lora_)"
 [ "$(grep -c '^only-in-b model\.layers\.[01]\.self_attn\.[qkvo]_proj\.lora_[ab]$' cmp.txt)" -eq 16 ] ||
   fail "not 16 adapter tensors: $(grep lora_ cmp.txt)"
-python3 - lora.st <<'PY' || fail "an adapter's B is still zero"
-import json, struct, sys
-data = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", data[:8])[0]
-h = json.loads(data[8:8 + n])
-body = data[8 + n:]
-bs = [e for k, e in h.items() if k.endswith(".lora_b") and not k.startswith("optimizer/")]
-sys.exit(0 if bs and all(any(body[e["data_offsets"][0]:e["data_offsets"][1]]) for e in bs) else 1)
-PY
+python3 "$tensors" --nonzero .lora_b lora.st || fail "an adapter's B is still zero"
 echo "ok: LoRA on a Hugging Face directory, all 21 base tensors bit-identical after 20 steps"
 
 # The merged export scores as the checkpoint with its adapters; the base scores worse.
@@ -62,20 +54,14 @@ grep -E " (model\.embed_tokens\.weight|model\.layers\.0\..*)$" cmp.txt | grep -v
 grep -Ev " (model\.embed_tokens\.weight|model\.layers\.0\..*)$" cmp.txt | grep "^same " && fail "an unfrozen tensor did not train"
 echo "ok: --freeze"
 
-# Adapter-only, stopped by a signal and resumed, against the uninterrupted run.
+# Adapter-only, stopped by Ctrl-C (SIGINT) and resumed, against the uninterrupted run.
 long=(--init-from base --tokenizer byte --lora-rank 2 --lora-alpha 8 --lora-targets q_proj v_proj down_proj
       --save-adapter-only "${small[@]}" "${window[@]}" --steps 300 --eval-every 10)
 tg "${long[@]}" --save straight.st --log straight.jsonl --plot straight.svg >out.txt 2>&1 ||
   fail "the uninterrupted adapter run failed: $(cat out.txt)"
-"$build/tools/train_gpt" --data text.txt --quiet "${long[@]}" --save stopped.st --log stopped.jsonl \
+interruptible "$build/tools/train_gpt" --data text.txt --quiet "${long[@]}" --save stopped.st --log stopped.jsonl \
   --plot stopped.svg >stopped.txt 2>&1 &
-pid=$!
-for _ in $(seq 1 500); do
-  [ -e stopped.jsonl ] && [ "$(wc -l <stopped.jsonl)" -ge 2 ] && break
-  sleep 0.01
-done
-kill -TERM "$pid" 2>/dev/null || true
-wait "$pid" || true
+stop_when_logged INT $! stopped.jsonl 2
 grep -q "interrupted" stopped.txt || fail "the run was not interrupted: $(cat stopped.txt)"
 tg --resume stopped.st >resumed.txt 2>&1 || fail "the resume failed: $(cat resumed.txt)"
 python3 "$tensors" straight.st stopped.st | grep -v "^same " && fail "the resumed adapter run differs from the uninterrupted one"
