@@ -7,10 +7,13 @@
 //   build/tools/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format hf --out gpt2-export
 //   build/tools/export_gpt --checkpoint runs/gpt/ckpt.safetensors --format llmc --out model.bin
 //
-// A Llama-family checkpoint (train_gpt --preset llama-tiny) is written as a Hugging Face
-// directory of its architecture (config.json, model.safetensors, and tokenizer.json when the run's
-// tokenizer is a byte-pair encoding), which transformers' LlamaForCausalLM loads:
+// A Llama-family checkpoint (train_gpt --preset llama-tiny, or a fine-tuning run of a Hugging Face
+// directory) is written as a Hugging Face directory of its architecture (config.json,
+// model.safetensors, and tokenizer.json when the run's tokenizer is a byte-pair encoding), which
+// transformers' LlamaForCausalLM loads, in float32 or, with --dtype bf16, bfloat16; a Hugging
+// Face directory of the family is converted the same way (its tokenizer.json copied as it is):
 //   build/tools/export_gpt --checkpoint runs/train_gpt/fortunes/latest/ckpt.safetensors --format hf --out my-llama
+//   build/tools/export_gpt --checkpoint SmolLM2-135M/ --format hf --dtype f32 --out smollm2-f32
 //
 // A fine-tuning run's LoRA adapters are merged into the weights they adapt (W + alpha/r B A), so
 // the exported model computes what the checkpoint does. The tokenizer is not exported: a model
@@ -42,13 +45,23 @@ using namespace ag;
 
 struct Args {
   std::string checkpoint, format, out;
+  std::string dtype = "f32";  // f32 | bf16 (the Llama family's exports)
   bool overwrite = false;
   GPTFileHints hints;  // for weights of another tool (the tokenizer is not needed)
 };
 
-// A Llama-family checkpoint of train_gpt, written as a Hugging Face directory: config.json and
-// model.safetensors (float32) for transformers' LlamaForCausalLM, and tokenizer.json when the
-// run's tokenizer is a byte-pair encoding (a byte or character tokenizer has none to write).
+// Every file of a Hugging Face directory, which an export must never replace.
+void add_directory_inputs(std::vector<InputFile>& inputs, const std::string& role, const std::string& dir) {
+  std::error_code ec;
+  for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.is_regular_file(ec)) inputs.push_back({role, e.path().string(), InputKind::file});
+  }
+}
+
+// A Llama-family checkpoint of train_gpt, or a Hugging Face directory of the family, written as a
+// Hugging Face directory: config.json and model.safetensors (--dtype) for transformers'
+// LlamaForCausalLM, and tokenizer.json when the run's tokenizer is a byte-pair encoding (a byte or
+// character tokenizer has none to write) or the directory has one.
 int export_llama(const Args& args) {
   if (args.format != "hf") {
     throw UsageError("--format " + args.format + ": '" + args.checkpoint +
@@ -63,38 +76,74 @@ int export_llama(const Args& args) {
   for (const char* name : {"model.safetensors", "config.json", "tokenizer.json"}) {
     files.push_back({"--out", (out / name).string(), OutputKind::file});
   }
+  // The files read are never written: the checkpoint, or the directory, and an adapter-only
+  // checkpoint's base (a file, or every file of its directory).
+  const bool directory = is_llama_hf_directory(args.checkpoint);
+  std::vector<InputFile> inputs;
+  std::optional<Checkpoint> checkpoint;
+  if (directory) {
+    add_directory_inputs(inputs, "--checkpoint", args.checkpoint);
+  } else {
+    inputs.push_back({"--checkpoint", args.checkpoint, InputKind::file});
+    checkpoint.emplace(Checkpoint::open(args.checkpoint));
+    const std::string base = finetune_options_from(*checkpoint).init_from;
+    if (std::filesystem::is_directory(base)) {
+      add_directory_inputs(inputs, "the checkpoint's base weights", base);
+    } else if (!base.empty()) {
+      inputs.push_back({"the checkpoint's base weights", base, InputKind::file});
+    }
+  }
   const OutputLocks locks = [&] {
     try {
-      return prepare_outputs(files, {.overwrite = args.overwrite,
-                                     .inputs = {{"--checkpoint", args.checkpoint, InputKind::file}}});
+      return prepare_outputs(files, {.overwrite = args.overwrite, .inputs = inputs});
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
   }();
-  LoadedLlama loaded = load_llama_checkpoint(args.checkpoint);
-  write_llama_hf(*loaded.model, args.out);
-  const std::string kind = loaded.tokenizer.kind_name();
-  const bool with_tokenizer = kind == "bpe" || kind == kHFTokenizerKind;
-  if (with_tokenizer) {
+  std::unique_ptr<Llama> model;
+  std::string tokenizer_json, no_tokenizer;  // the file to write, or why there is none
+  if (directory) {
+    model = load_llama_hf(args.checkpoint);
+    const std::filesystem::path json = std::filesystem::path(args.checkpoint) / "tokenizer.json";
+    if (std::filesystem::is_regular_file(json)) {
+      tokenizer_json = read_file(json.string());
+    } else {
+      no_tokenizer = "the directory has none";
+    }
+  } else {
+    LoadedLlama loaded = load_llama_checkpoint(*checkpoint);
+    model = std::move(loaded.model);
+    const std::string kind = loaded.tokenizer.kind_name();
+    if (kind == "bpe" || kind == kHFTokenizerKind) {
+      tokenizer_json = tokenizer_json_file(loaded.tokenizer);
+    } else {
+      no_tokenizer = "the run's " + kind + " tokenizer is not a byte-pair encoding";
+    }
+  }
+  const bool bf16 = args.dtype == "bf16";
+  write_llama_hf(*model, args.out, bf16 ? HfWeightsDType::bf16 : HfWeightsDType::f32);
+  if (!tokenizer_json.empty()) {
     AtomicFile json((out / "tokenizer.json").string());
-    json.write(tokenizer_json_file(loaded.tokenizer));
+    json.write(tokenizer_json);
     json.commit();
   }
-  const LlamaOptions& o = loaded.model->options();
-  std::cout << "wrote " << args.out << "/model.safetensors and config.json" << (with_tokenizer ? " and tokenizer.json" : "")
-            << ": " << llama_hf_architecture(o) << " " << o.n_layers << " layers, " << o.n_head << " heads over "
-            << o.n_kv_head << ", d_model " << o.d_model << ", vocab " << o.vocab << ", "
-            << loaded.model->num_parameters() << " parameters, float32";
-  if (!with_tokenizer) {
-    std::cout << "; no tokenizer.json: the run's " << loaded.tokenizer.kind_name()
-              << " tokenizer is not a byte-pair encoding";
-  }
+  const LlamaOptions& o = model->options();
+  std::cout << "wrote " << args.out << "/model.safetensors and config.json"
+            << (tokenizer_json.empty() ? "" : " and tokenizer.json") << ": " << llama_hf_architecture(o) << " "
+            << o.n_layers << " layers, " << o.n_head << " heads over " << o.n_kv_head << ", d_model " << o.d_model
+            << ", vocab " << o.vocab << ", " << model->num_parameters() << " parameters, "
+            << (bf16 ? "bfloat16" : "float32");
+  if (tokenizer_json.empty()) std::cout << "; no tokenizer.json: " << no_tokenizer;
   std::cout << "\n";
   return 0;
 }
 
 int run(const Args& args) {
-  if (is_llama_checkpoint(args.checkpoint)) return export_llama(args);
+  if (is_llama_checkpoint(args.checkpoint) || is_llama_hf_directory(args.checkpoint)) return export_llama(args);
+  if (args.dtype != "f32") {
+    throw UsageError("--dtype " + args.dtype + ": GPT-2's layouts are written in float32; bfloat16 is for the Llama "
+                     "family's Hugging Face directories");
+  }
   const GPTExportFormat format = [&] {
     try {
       return parse_gpt_export_format(args.format);
@@ -174,6 +223,10 @@ int main(int argc, char** argv) {
   app.add_option("--out", args.out, "the directory (hf) or file (llmc) to write")
       ->required()
       ->check(nonempty_path());
+  app.add_option("--dtype", args.dtype,
+                 "f32 (the default) or bf16 (rounded to nearest even): the tensors of a Llama-family Hugging Face "
+                 "directory")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_flag("--overwrite", args.overwrite, "replace the files of an earlier export (or others of those names)");
   add_weights_flags(app, args.hints, /*with_tokenizer=*/false);
   return tool_main(app, argc, argv, [&] { return run(args); });

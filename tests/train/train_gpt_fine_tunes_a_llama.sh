@@ -7,7 +7,10 @@
 #     directory that evaluate scores as the checkpoint (bits per byte within 1e-5);
 #   --freeze PATTERN: the tensors it names bit-identical, the others changed;
 #   --save-adapter-only: stopped by Ctrl-C and resumed, bit for bit the uninterrupted run;
-#     generate reads it; a base directory changed by one byte is refused by generate and resume;
+#     generate reads it; export_gpt refuses to write over its base; a base directory changed by
+#     one byte is refused by generate and resume;
+#   export_gpt --dtype bf16 from a checkpoint and from a directory: half the bytes, the scores
+#     within 0.01 bits per byte (a GPT is refused bf16);
 #   a run's own directory and tokenizer.json: train_bpe --format hf, a llama-tiny on it, export_gpt
 #     (which writes that tokenizer.json back), then --init-from the directory with no --tokenizer;
 #     and --init-from a Llama checkpoint of train_gpt;
@@ -69,6 +72,33 @@ python3 "$tensors" straight.st straight.st | grep -Ev "lora_[ab](/[a-z_]+)?$" &&
 "$build/tools/generate" --checkpoint straight.st --prompt "line" --tokens 5 >gen.txt 2>&1 ||
   fail "generate could not read the adapter: $(cat gen.txt)"
 echo "ok: an adapter-only run stopped and resumed ends bit for bit as the uninterrupted one"
+
+# An export never writes over the base an adapter reads, whatever --overwrite says.
+cp base/model.safetensors pristine.safetensors
+status=0
+"$build/tools/export_gpt" --checkpoint straight.st --format hf --out base --overwrite >out.txt 2>&1 || status=$?
+[ "$status" -eq 2 ] && grep -q "the checkpoint's base weights" out.txt ||
+  fail "an export over the adapter's base: exit $status, $(cat out.txt)"
+cmp -s base/model.safetensors pristine.safetensors || fail "the export over the base changed it"
+# bfloat16 on request, from a checkpoint and from a directory: half the bytes, the same scores
+# within bfloat16's rounding.
+"$build/tools/export_gpt" --checkpoint lora.st --format hf --dtype bf16 --out half >out.txt 2>&1 ||
+  fail "export --dtype bf16: $(cat out.txt)"
+grep -q "parameters, bfloat16" out.txt || fail "the bf16 export does not say so: $(cat out.txt)"
+"$build/tools/export_gpt" --checkpoint base --format hf --dtype bf16 --out base-half >out.txt 2>&1 ||
+  fail "converting a directory to bf16: $(cat out.txt)"
+half=$(bpb half --tokenizer byte) base_half=$(bpb base-half --tokenizer byte)
+awk -v a="$tuned" -v b="$half" -v c="$untuned" -v d="$base_half" \
+  'BEGIN { x = a - b; y = c - d; if (x < 0) x = -x; if (y < 0) y = -y; exit !(b != "" && d != "" && x < 0.01 && y < 0.01) }' ||
+  fail "bf16 exports score '$half' (checkpoint $tuned) and '$base_half' (base $untuned)"
+[ $(($(stat -c %s half/model.safetensors) * 19 / 10)) -lt "$(stat -c %s merged/model.safetensors)" ] ||
+  fail "the bf16 export is not about half the float32 one"
+status=0
+"$build/tools/export_gpt" --checkpoint "$source/tests/parity/fixtures/gpt2/hf_byte_f32.safetensors" --heads 4 --format hf \
+  --dtype bf16 --out gpt-half >out.txt 2>&1 || status=$?
+[ "$status" -eq 2 ] && grep -q -- "--dtype bf16: GPT-2's layouts are written in float32" out.txt ||
+  fail "--dtype bf16 for a GPT: exit $status, $(cat out.txt)"
+echo "ok: exports keep off the base; bf16 exports score $half and $base_half"
 
 # One byte of the base's weights changes under the adapter: refused by name.
 cp base/model.safetensors keep.safetensors
