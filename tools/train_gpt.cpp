@@ -284,7 +284,7 @@ int run_llama(const TrainGPTArgs& a, TrainingRun& run) {
   }
   LanguageModelJobOptions options = ck ? lm_job_options_from(*ck, "llama", a.job) : a.job;
   const int64_t block = window_length(options, m.max_positions);
-  run.check_fits(options.batch, estimate_llama_training_memory(m, options.batch, block, t),
+  run.check_fits(options.batch, estimate_llama_training_memory(m, options.batch, block, t, finetune),
                  "the size is driven by --preset and the vocabulary (parameters and optimizer state) and by --batch "
                  "and --block-size (activations)");
   std::optional<ShardSet> shards;

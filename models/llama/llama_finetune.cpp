@@ -14,6 +14,38 @@ namespace ag {
 
 std::vector<std::string> llama_lora_default_targets() { return {"q_proj", "k_proj", "v_proj", "o_proj"}; }
 
+namespace {
+
+// The two sides of the Linear a LoRA target names, told by the last part of its name, and how
+// many the model has (one per layer); {0, 0, 0} for a name of no projection (the head is held by
+// the model itself and takes no adapter: apply_lora says so).
+struct Projection {
+  int64_t in = 0, out = 0, count = 0;
+};
+Projection projection_of(const LlamaOptions& m, const std::string& target) {
+  const std::string last = target.substr(target.rfind('.') == std::string::npos ? 0 : target.rfind('.') + 1);
+  const int64_t q = m.n_head * m.head_dim, kv = m.n_kv_head * m.head_dim, layers = m.n_layers;
+  if (last == "q_proj") return {m.d_model, q, layers};
+  if (last == "k_proj" || last == "v_proj") return {m.d_model, kv, layers};
+  if (last == "o_proj") return {q, m.d_model, layers};
+  if (last == "gate_proj" || last == "up_proj") return {m.d_model, m.d_hidden, layers};
+  if (last == "down_proj") return {m.d_hidden, m.d_model, layers};
+  return {};
+}
+
+}  // namespace
+
+int64_t llama_lora_parameter_count(const LlamaOptions& given, const FineTuneOptions& f) {
+  if (f.lora_rank == 0) return 0;
+  const LlamaOptions m = resolved(given);
+  int64_t total = 0;
+  for (const std::string& target : f.with_default_targets(llama_lora_default_targets()).lora_targets) {
+    const Projection p = projection_of(m, target);
+    total += p.count * f.lora_rank * (p.in + p.out);
+  }
+  return total;
+}
+
 std::string load_initial_weights(const std::string& path, Llama& model, const Checkpoint* opened) {
   const std::string ours = llama_hf_config_json(model.options());
   if (opened == nullptr && is_llama_hf_directory(path)) {
@@ -54,15 +86,10 @@ void validate_finetune(const LlamaOptions& given, const FineTuneOptions& f) {
   check_finetune_options(o);
   const LlamaOptions m = resolved(given);
   if (o.lora_rank > 0) {
-    // Each target's narrower side, told by the last part of its name.
-    const int64_t q = m.n_head * m.head_dim, kv = m.n_kv_head * m.head_dim;
+    // Each target's narrower side.
     for (const std::string& target : o.lora_targets) {
-      const std::string last = target.substr(target.rfind('.') == std::string::npos ? 0 : target.rfind('.') + 1);
-      const int64_t narrow = last == "q_proj" || last == "o_proj"      ? std::min(m.d_model, q)
-                             : last == "k_proj" || last == "v_proj"    ? std::min(m.d_model, kv)
-                             : last == "gate_proj" || last == "up_proj" || last == "down_proj" ? std::min(m.d_model, m.d_hidden)
-                             : last == "lm_head"                        ? std::min(m.d_model, m.vocab)
-                                                                       : 0;
+      const Projection p = projection_of(m, target);
+      const int64_t narrow = std::min(p.in, p.out);
       if (narrow > 0 && o.lora_rank > narrow) {
         throw std::invalid_argument("finetune: LoRA rank " + std::to_string(o.lora_rank) + " must lie in [1, " +
                                     std::to_string(narrow) + "]: '" + target + "' of this model is " +

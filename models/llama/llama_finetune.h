@@ -19,6 +19,11 @@ namespace ag {
 // The LoRA targets when the options name none: the attention's four projections of every layer.
 std::vector<std::string> llama_lora_default_targets();
 
+// The parameters LoRA with these options adds to a model of this shape (what trains), counted
+// from the shape: rank * (in + out) for each projection a target names, in every layer. A target
+// naming one layer's projection (a dotted prefix) is counted in every layer: never less.
+int64_t llama_lora_parameter_count(const LlamaOptions& model, const FineTuneOptions& options);
+
 // Reads the base at `path` into `model`: a Hugging Face directory of this family whose
 // config.json describes `model`'s very options, or a checkpoint of a Llama-family run holding
 // this model's options and neither an adapter alone nor a model with adapters. Returns what it

@@ -75,7 +75,7 @@ bool is_llama_checkpoint(const std::string& path) {
 }
 
 MemoryEstimate estimate_llama_training_memory(const LlamaOptions& given, int64_t batch, int64_t block_size,
-                                              const TrainerOptions& trainer) {
+                                              const TrainerOptions& trainer, const FineTuneOptions& finetune) {
   const LlamaOptions m = resolved(given);
   const double d = static_cast<double>(m.d_model), t = static_cast<double>(block_size);
   const double heads = static_cast<double>(m.n_head), vocab = static_cast<double>(m.vocab);
@@ -86,7 +86,16 @@ MemoryEstimate estimate_llama_training_memory(const LlamaOptions& given, int64_t
   const double per_token = blocks_kept(static_cast<double>(m.n_layers), block, d, trainer.recompute) + 2 * d + 3 * vocab;
   const double activations = 1.5 * static_cast<double>(batch) * t * per_token * kFloat;
   const double evaluation = static_cast<double>(batch) * t * (block + 2 * vocab) * kFloat;
-  return estimate(static_cast<double>(llama_parameter_count(m)), activations, evaluation, batch, trainer);
+  const int64_t adapters = llama_lora_parameter_count(m, finetune);
+  MemoryEstimate need =
+      estimate(static_cast<double>(llama_parameter_count(m) + adapters), activations, evaluation, batch, trainer);
+  if (finetune.lora_rank > 0) {
+    // Only the adapters train: the base gets neither gradients nor optimizer state.
+    const MemoryEstimate tuned = estimate(static_cast<double>(adapters), 0, 0, batch, trainer);
+    need.gradients = tuned.gradients;
+    need.optimizer_state = tuned.optimizer_state;
+  }
+  return need;
 }
 
 }  // namespace ag

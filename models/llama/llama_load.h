@@ -13,6 +13,7 @@
 
 #include "attograd/models/llama/llama.h"
 #include "attograd/text/tokenizer.h"
+#include "attograd/train/finetune.h"
 #include "attograd/train/io/checkpoint.h"
 #include "attograd/train/memory.h"
 
@@ -37,8 +38,10 @@ bool is_llama_checkpoint(const std::string& path);
 
 // The memory a training run of `batch` windows of `block_size` tokens needs (train/memory.h says
 // what is counted): the parameters as llama_parameter_count gives them, the blocks' activations
-// with the SwiGLU's three hidden-wide tensors and the attention's weights, the logits.
+// with the SwiGLU's three hidden-wide tensors and the attention's weights, the logits. With LoRA
+// in `finetune`, gradients and optimizer state are the adapters' alone (everything else is
+// frozen); a --freeze alone is counted as if everything trained.
 MemoryEstimate estimate_llama_training_memory(const LlamaOptions& model, int64_t batch, int64_t block_size,
-                                              const TrainerOptions& trainer);
+                                              const TrainerOptions& trainer, const FineTuneOptions& finetune = {});
 
 }  // namespace ag

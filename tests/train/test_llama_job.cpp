@@ -208,6 +208,33 @@ BOOST_AUTO_TEST_CASE(fine_tuning_options_are_checked_against_a_shape_without_bui
                        "init_from");
 }
 
+// What LoRA trains, counted from the shape, is what prepare_finetune leaves trainable; the memory
+// estimate gives gradients and optimizer state to those alone, so that Llama 3.2 1B's LoRA run is
+// not refused for the 15 GB that a full fine-tune's would need.
+BOOST_AUTO_TEST_CASE(lora_counts_what_trains_and_the_memory_estimate_counts_only_that) {
+  const LlamaOptions tiny = tiny_llama(40);  // an untied head
+  for (const std::vector<std::string>& targets :
+       {std::vector<std::string>{}, {"gate_proj", "down_proj"}, {"self_attn.k_proj", "up_proj"}}) {
+    const FineTuneOptions f{.lora_rank = 3, .lora_targets = targets};
+    Llama model(tiny);
+    prepare_finetune(model, f);
+    int64_t trainable = 0;
+    for (const auto& [name, p] : model.trainable_parameters()) trainable += p.numel();
+    BOOST_TEST(llama_lora_parameter_count(tiny, f) == trainable);
+  }
+  const LlamaOptions big = llama_preset("llama3.2-1b");
+  BOOST_TEST(llama_lora_parameter_count(big, {.lora_rank = 8}) == 16 * 8 * (4096 + 2560 + 2560 + 4096));
+  TrainerOptions t;
+  t.optimizer = OptimizerKind::adamw;
+  const MemoryEstimate full = estimate_llama_training_memory(big, 4, 256, t);
+  const MemoryEstimate lora = estimate_llama_training_memory(big, 4, 256, t, {.lora_rank = 8});
+  const double adapters = 4.0 * static_cast<double>(llama_lora_parameter_count(big, {.lora_rank = 8}));
+  BOOST_TEST(lora.gradients == adapters);
+  BOOST_TEST(lora.optimizer_state == memory::optimizer_bytes(t, adapters));
+  BOOST_TEST(lora.parameters == full.parameters + adapters);
+  BOOST_TEST(lora.total() < 0.5 * full.total(), lora.breakdown() << " against " << full.breakdown());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace ag::testing
