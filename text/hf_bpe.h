@@ -39,5 +39,8 @@ std::shared_ptr<const TokenizerKind> read_hf_bpe_kind(const std::string& json, c
 // The tokenizer.json text of a description, with "kind":"hf_bpe" first when `with_kind` (the
 // Tokenizer's description), without it for a file other programs read.
 std::string hf_bpe_json(const HFByteLevelBPE& spec, bool with_kind);
+// Bytes as tokenizer.json writes a token: one character per byte, by GPT-2's byte-to-unicode
+// table (a space is "Ġ").
+std::string byte_level_text(const std::string& bytes);
 
 }  // namespace ag

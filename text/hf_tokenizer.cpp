@@ -1,6 +1,6 @@
 // Hugging Face's tokenizer.json for byte-level BPE (hf_tokenizer.h): reading and checking every
-// field this project uses, refusing the rest by name, and writing one. The encoding itself is
-// hf_bpe.cpp's.
+// field this project uses and refusing the rest by name (hf_tokenizer_write.cpp writes one). The
+// encoding itself is hf_bpe.cpp's.
 //
 // The format (Hugging Face's `tokenizers`): "model" holds "vocab" (token text -> id) and "merges"
 // in rank order; a token's text is its bytes written one character per byte with GPT-2's
@@ -41,12 +41,6 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
-std::string byte_level_text(const std::string& bytes) {
-  static const std::vector<uint32_t> table = char_of_byte();
-  std::string text;
-  for (char c : bytes) append_utf8(text, table[static_cast<unsigned char>(c)]);
-  return text;
-}
 
 // The bytes a token's text stands for; false when a character is outside the table.
 bool byte_level_bytes(const std::string& text, std::string& bytes) {
@@ -287,43 +281,11 @@ HFByteLevelBPE read_spec(const Json& root, const std::string& source) {
 
 }  // namespace
 
-std::string hf_bpe_json(const HFByteLevelBPE& spec, bool with_kind) {
-  // Written by hand: a vocabulary of 150,000 entries kept in id order (as Hugging Face writes it,
-  // and readable) would cost nlohmann's ordered object a linear search per key.
-  const auto q = [](const std::string& s) { return Json(s).dump(); };
-  std::string out = "{";
-  if (with_kind) out += "\"kind\":" + q(kHFTokenizerKind) + ",";
-  out += "\"version\":\"1.0\",\"truncation\":null,\"padding\":null,\"added_tokens\":[";
-  for (size_t i = 0; i < spec.added.size(); ++i) {
-    const HFAddedToken& a = spec.added[i];
-    const auto b = [](bool v) { return v ? "true" : "false"; };
-    out += std::string(i ? "," : "") + "\n{\"id\":" + std::to_string(a.id) + ",\"content\":" + q(a.content) +
-           ",\"single_word\":false,\"lstrip\":" + b(a.lstrip) + ",\"rstrip\":" + b(a.rstrip) + ",\"normalized\":" +
-           b(a.normalized) + ",\"special\":" + b(a.special) + "}";
-  }
-  out += "],\n\"normalizer\":" + std::string(spec.nfc ? "{\"type\":\"NFC\"}" : "null");
-  out += ",\n\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":" +
-         q(spec.pattern) + "},\"behavior\":\"Isolated\",\"invert\":false},"
-         "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}]}";
-  out += ",\n\"post_processor\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}";
-  out += ",\n\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}";
-  out += ",\n\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":null,\"continuing_subword_prefix\":null,"
-         "\"end_of_word_suffix\":null,\"fuse_unk\":false,\"byte_fallback\":" + std::string(spec.byte_fallback ? "true" : "false") +
-         ",\"ignore_merges\":" + (spec.ignore_merges ? "true" : "false") + ",\n\"vocab\":{";
-  std::vector<std::string> text(spec.tokens.size());
-  bool first = true;
-  for (size_t id = 0; id < spec.tokens.size(); ++id) {
-    text[id] = byte_level_text(spec.tokens[id]);
-    if (!spec.in_model[id]) continue;
-    out += std::string(first ? "\n" : ",\n") + q(text[id]) + ":" + std::to_string(id);
-    first = false;
-  }
-  out += "},\n\"merges\":[";
-  for (size_t i = 0; i < spec.merges.size(); ++i) {
-    const HFMerge& m = spec.merges[i];
-    out += std::string(i ? ",\n" : "\n") + "[" + q(text[static_cast<size_t>(m.left)]) + "," + q(text[static_cast<size_t>(m.right)]) + "]";
-  }
-  return out + "]}}\n";
+std::string byte_level_text(const std::string& bytes) {
+  static const std::vector<uint32_t> table = char_of_byte();
+  std::string text;
+  for (char c : bytes) append_utf8(text, table[static_cast<unsigned char>(c)]);
+  return text;
 }
 
 std::shared_ptr<const TokenizerKind> read_hf_bpe_kind(const std::string& json, const std::string& source) {
@@ -344,31 +306,6 @@ Tokenizer read_hf_tokenizer(const std::string& path) {
   return hf_tokenizer_from_json(text, "'" + path + "'");
 }
 
-std::string hf_tokenizer_json(const BytePairEncoding& bpe) {
-  HFByteLevelBPE spec;
-  spec.pattern = bpe.pattern();
-  std::unordered_map<std::string, int32_t> seen;
-  const int64_t model_ids = bpe.vocab_size() - static_cast<int64_t>(bpe.specials().size());
-  for (int64_t id = 0; id < bpe.vocab_size(); ++id) {
-    spec.tokens.push_back(bpe.token_bytes(id));
-    spec.in_model.push_back(id < model_ids);
-    if (id >= model_ids) continue;
-    const auto [it, fresh] = seen.emplace(spec.tokens.back(), static_cast<int32_t>(id));
-    if (!fresh) {
-      throw std::invalid_argument("hf_tokenizer_json: ids " + std::to_string(it->second) + " and " + std::to_string(id) +
-                                  " are the same bytes \"" + byte_level_text(spec.tokens.back()) +
-                                  "\", which a tokenizer.json (tokens named by their text) cannot tell apart");
-    }
-  }
-  for (size_t i = 0; i < bpe.merges().size(); ++i) {
-    spec.merges.push_back({bpe.merges()[i].left, bpe.merges()[i].right, static_cast<int32_t>(256 + i)});
-  }
-  for (size_t i = 0; i < bpe.specials().size(); ++i) {
-    spec.added.push_back({.id = static_cast<int32_t>(model_ids + static_cast<int64_t>(i)), .content = bpe.specials()[i]});
-  }
-  return hf_bpe_json(spec, false);
-}
-
 Tokenizer load_tokenizer(const std::string& name_or_path) {
   if (name_or_path == "gpt2") return Tokenizer::bpe(BytePairEncoding::gpt2());
   if (name_or_path == "byte") return Tokenizer::bytes();
@@ -384,19 +321,6 @@ Tokenizer load_tokenizer(const std::string& name_or_path) {
   const Json root = parse(text, source);
   if (root.is_object() && root.contains("model")) return Tokenizer(make_hf_bpe_kind(read_spec(root, source), source));
   return Tokenizer::bpe(BytePairEncoding::from_json(text, source));
-}
-
-std::string tokenizer_json_file(const Tokenizer& tokenizer) {
-  const std::string kind = tokenizer.kind_name();
-  if (kind == "bpe") return hf_tokenizer_json(tokenizer.byte_pairs());
-  if (kind != kHFTokenizerKind) {
-    throw std::invalid_argument("tokenizer.json: a " + kind + " tokenizer is not a byte-pair encoding");
-  }
-  // The description is the file with its "kind" first (hf_bpe_json): the file is the rest.
-  const std::string json = tokenizer.to_json();
-  const std::string head = std::string("{\"kind\":\"") + kHFTokenizerKind + "\",";
-  if (!json.starts_with(head)) throw std::logic_error("tokenizer.json: an hf_bpe description without its kind first");
-  return "{" + json.substr(head.size());
 }
 
 }  // namespace ag
