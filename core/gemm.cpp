@@ -5,6 +5,13 @@
 #include <algorithm>
 #include <string_view>
 
+#include "attograd/core/parallel.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define ATTOGRAD_GEMV_AVX2 1
+#endif
+
 namespace ag {
 
 namespace {
@@ -55,6 +62,67 @@ bool as_gemv(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, T alph
   return false;
 }
 
+#ifdef ATTOGRAD_GEMV_AVX2
+inline float horizontal_sum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+#endif
+
+// out[j] = x . w_j over k values for the kRows rows w_j = w + j * ldw: two accumulators of 8
+// lanes per row over 16 values at a time, added together, summed across lanes, then the last
+// k % 16 values one by one. Each row takes the same operations whether it is computed with
+// others or alone, so its bits do not depend on how the rows are grouped or split.
+template <int kRows>
+[[gnu::always_inline]] inline void dot_rows(const float* x, int64_t k, const float* w, int64_t ldw, float* out) {
+  int64_t i = 0;
+#ifdef ATTOGRAD_GEMV_AVX2
+  __m256 lo[kRows], hi[kRows];
+  for (int r = 0; r < kRows; ++r) lo[r] = hi[r] = _mm256_setzero_ps();
+  for (; i + 16 <= k; i += 16) {
+    const __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      lo[r] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * ldw + i), x0, lo[r]);
+      hi[r] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * ldw + i + 8), x1, hi[r]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) out[r] = horizontal_sum(_mm256_add_ps(lo[r], hi[r]));
+#else
+  for (int r = 0; r < kRows; ++r) out[r] = 0.0f;
+#endif
+  for (int r = 0; r < kRows; ++r) {
+    float tail = 0.0f;
+    for (int64_t j = i; j < k; ++j) tail += x[j] * w[r * ldw + j];
+    out[r] += tail;
+  }
+}
+
+// c (1, n) = alpha a B^T + beta c for a (1, k) contiguous and B (n, k) with row stride ldb: a
+// token's product with a Linear's weight when decoding. BLAS's gemv runs on one thread (the
+// pool, not BLAS, splits work; core/parallel.cpp) and reads the weight at about half the
+// machine's bandwidth; this splits B's rows over the pool and reads them four at a time.
+void rows_times_vector(int64_t n, int64_t k, float alpha, const float* a, const float* b, int64_t ldb, float beta,
+                       float* c) {
+  const double work = 2.0 * static_cast<double>(n) * static_cast<double>(k);
+  parallel_for(n, parallel_chunks(n, work), [&](int64_t r0, int64_t r1) {
+    const auto store = [&](int64_t r, float dot) { c[r] = beta == 0.0f ? alpha * dot : alpha * dot + beta * c[r]; };
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) {
+      float out[4];
+      dot_rows<4>(a, k, b + r * ldb, ldb, out);
+      for (int j = 0; j < 4; ++j) store(r + j, out[j]);
+    }
+    for (; r < r1; ++r) {
+      float out;
+      dot_rows<1>(a, k, b + r * ldb, ldb, &out);
+      store(r, out);
+    }
+  });
+}
+
 }  // namespace
 
 bool blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, Transpose& trans, int64_t& ld) {
@@ -91,6 +159,10 @@ int64_t gemm_row_alignment() {
 void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (empty_sum(m, n, k, beta, c, ldc)) return;
+  if (m == 1 && tb == Transpose::yes && (ta == Transpose::no || lda == 1)) {
+    rows_times_vector(n, k, alpha, a, b, ldb, beta, c);
+    return;
+  }
   if (as_gemv(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, cblas_sgemv)) return;
   cblas_sgemm(CblasRowMajor, blas(ta), blas(tb), I(m), I(n), I(k), alpha, a, I(lda), b, I(ldb), beta, c, I(ldc));
 }

@@ -19,7 +19,9 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t s_row, int64_t s_col, Trans
 
 // C (m, n), row stride ldc, = alpha op(A) op(B) + beta C, with op(A): (m, k), op(B): (k, n).
 // k = 0 is an empty sum (C = beta C), which BLAS's argument checks would refuse. A C of one
-// row or one column is a matrix-vector product and goes to BLAS's gemv (decoding a token).
+// row or one column is a matrix-vector product: a contiguous float32 row times a B lying (n, k)
+// (decoding a token through a Linear) is computed here, B's rows split over the pool, each row's
+// bits independent of the split; any other goes to BLAS's gemv.
 void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 void gemm(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attograd.h"
+#include "attograd/core/parallel.h"
 
 namespace ag::testing {
 
@@ -22,6 +23,13 @@ struct ThreadCount {
   int saved = num_threads();
   explicit ThreadCount(int n) { set_num_threads(n); }
   ~ThreadCount() { set_num_threads(saved); }
+};
+
+// Makes the pool assume `excess` threads too many for the cores (0: a quiet machine) for a
+// test's duration, whatever the machine is doing.
+struct MachineLoad {
+  explicit MachineLoad(int excess) { detail::force_excess(excess); }
+  ~MachineLoad() { detail::force_excess(-1); }
 };
 
 // Max |a - b| over all elements; the shapes must match.

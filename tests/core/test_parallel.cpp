@@ -21,13 +21,6 @@
 namespace ag::testing {
 namespace {
 
-// Makes the pool assume `excess` threads too many for the cores (0: a quiet machine) for a
-// test's duration, whatever the machine is doing.
-struct MachineLoad {
-  explicit MachineLoad(int excess) { detail::force_excess(excess); }
-  ~MachineLoad() { detail::force_excess(-1); }
-};
-
 // Two threads splitting work into kChunksPerThread chunks each: three threads in the pool on a
 // machine where one of them has no core.
 struct TwoBusyThreads {
