@@ -23,14 +23,14 @@ namespace ag {
 // matmul(x, transpose(weight, 0, 1)) + bias. Saves x (contiguous) for dW and W for dx.
 Variable linear(const Variable& x, const Variable& weight, const Variable& bias = Variable());
 
-// ---- int8_linear (ops/int8_linear.cpp): linear with int8 weights, inference only ----
-// x: (..., in) f32, q: the int8 form of `weight` (out, in) (core/quantize.h), bias: (out,) or
+// ---- quantized_linear (ops/quantized_linear.cpp): linear with quantized weights, inference only ----
+// x: (..., in) f32, q: the int8 or q4_0 form of `weight` (out, in) (core/quantize.h), bias: (out,) or
 // undefined -> (..., out) = x dequantize(q)^T + b, without reading weight's float values. The
 // twin is linear(x, dequantize(q), bias). It has no backward: std::logic_error naming weight
 // (its dotted name, "blocks.0.attn.w_q.weight") when grad mode is on and x, weight or bias
 // requires grad; std::invalid_argument when weight is not f32 of q's shape (a model converted
 // with to(f64) after quantizing) and for the shapes linear refuses.
-Variable int8_linear(const Variable& x, const Int8Matrix& q, const Variable& weight, const Variable& bias = Variable());
+Variable quantized_linear(const Variable& x, const QuantizedMatrix& q, const Variable& weight, const Variable& bias = Variable());
 
 // ---- layer norm (ops/layer_norm.cpp) ----
 // x: (..., *normalized) -> same shape, normalised over the last `normalized_dims` axes.

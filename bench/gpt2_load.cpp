@@ -3,16 +3,16 @@
 //
 //   build/bench/gpt2_load --weights /tmp/gpt2-bench/model.safetensors           build + import
 //   build/bench/gpt2_load --weights FILE --generate 100 --repeats 3 [--threads 2] [--logits out.bin]
-//   build/bench/gpt2_load --weights FILE --quantize int8 --generate 100          the same, int8 weights
-//   build/bench/gpt2_load --weights FILE --int8-quality --generate 100           int8 against float32
+//   build/bench/gpt2_load --weights FILE --quantize q4_0 --generate 100          the same, q4_0 weights
+//   build/bench/gpt2_load --weights FILE --quality int8 --generate 100           int8 against float32
 //
 // Prints one JSON line: the layout, the seconds to build the model and to read the file into it,
 // and with --generate the greedy tokens/s at batch 1 with the KV cache (best of the repeats; the
 // first token is the prompt's, the rest one position each) and a fingerprint of the tokens.
 // --logits writes the float32 logits of ids 0..T-1 (T = 64) for a parity check against PyTorch.
-// --quantize int8 runs GPT::quantize_int8 after the import (its seconds are quantize_s), so the
-// logits and the generation are the int8 model's. --int8-quality measures what int8 costs in
-// one process: the logits of ids 0..63 and the --generate greedy tokens of the float32 model,
+// --quantize int8|q4_0 runs GPT::quantize after the import (its seconds are quantize_s), so the
+// logits and the generation are the quantized model's. --quality FORMAT measures what the
+// format costs in one process: the logits of ids 0..63 and the --generate greedy tokens of the float32 model,
 // then of the same model quantized: the largest logit difference against the logits' largest
 // magnitude, the positions whose argmax agrees, and how many generated tokens agree (the common
 // prefix, and position by position).
@@ -58,12 +58,12 @@ std::vector<int64_t> greedy_tokens(GPT& model, int64_t n) {
   return generate(model, {0}, g);
 }
 
-// --int8-quality: prints the comparison fields of the JSON line.
-void print_int8_quality(GPT& model, int64_t gen) {
+// --quality: prints the comparison fields of the JSON line.
+void print_quality(GPT& model, WeightFormat format, int64_t gen) {
   const Tensor lf = logits_of_the_first_ids(model);
   const std::vector<int64_t> tf = gen > 0 ? greedy_tokens(model, gen) : std::vector<int64_t>{};
   const Clock::time_point t = Clock::now();
-  model.quantize_int8();
+  model.quantize(format);
   const double quantize_s = since(t);
   const Tensor lq = logits_of_the_first_ids(model);
   const std::vector<int64_t> tq = gen > 0 ? greedy_tokens(model, gen) : std::vector<int64_t>{};
@@ -86,17 +86,17 @@ void print_int8_quality(GPT& model, int64_t gen) {
   size_t prefix = 0, equal = 0;
   while (prefix < tf.size() && tf[prefix] == tq[prefix]) ++prefix;
   for (size_t i = 0; i < tf.size(); ++i) equal += tf[i] == tq[i];
-  std::printf(",\"quantize_s\":%.3f,\"int8_logits_max_diff\":%.4g,\"logits_scale\":%.4g,\"int8_logits_relative\":%.4g,"
-              "\"int8_argmax_agree\":\"%lld/64\",\"int8_tokens_common_prefix\":\"%zu/%zu\",\"int8_tokens_equal_at\":\"%zu/%zu\"",
-              quantize_s, diff, scale, diff / scale, static_cast<long long>(argmax_agree), prefix, tf.size(), equal, tf.size());
+  std::printf(",\"format\":\"%s\",\"quantize_s\":%.3f,\"logits_max_diff\":%.4g,\"logits_scale\":%.4g,\"logits_relative\":%.4g,"
+              "\"argmax_agree\":\"%lld/64\",\"tokens_common_prefix\":\"%zu/%zu\",\"tokens_equal_at\":\"%zu/%zu\"",
+              format_name(format), quantize_s, diff, scale, diff / scale, static_cast<long long>(argmax_agree), prefix, tf.size(), equal, tf.size());
 }
 
 }  // namespace
 
 int run_main(int argc, char** argv) {
-  std::string weights, preset = "gpt2", threads = "2", logits_path, quantize = "none";
+  std::string weights, preset = "gpt2", threads = "2", logits_path, quantize = "none", quality;
   int64_t gen = 0, repeats = 3;
-  bool draw = false, int8_quality = false;
+  bool draw = false;
   CLI::App app{"GPT-2 from a weights file: build and import time, cached greedy generation."};
   app.add_option("--weights", weights, "a file in any layout read_gpt_weights reads")->required();
   app.add_option("--preset", preset, "the model's shape");
@@ -104,9 +104,10 @@ int run_main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "timed generations");
   app.add_option("--logits", logits_path, "write the float32 logits of ids 0..63 here");
   app.add_flag("--draw-init", draw, "draw the initial weights before the import (as a fresh model does)");
-  app.add_option("--quantize", quantize, "int8: int8 weights after the import (GPT::quantize_int8)")
-      ->check(CLI::IsMember({"none", "int8"}));
-  app.add_flag("--int8-quality", int8_quality, "the int8 model's logits and greedy tokens against the float32 model's");
+  app.add_option("--quantize", quantize, "int8 or q4_0: quantized weights after the import (GPT::quantize)")
+      ->check(CLI::IsMember({"none", "int8", "q4_0"}));
+  app.add_option("--quality", quality, "int8 or q4_0: that model's logits and greedy tokens against the float32 model's")
+      ->check(CLI::IsMember({"int8", "q4_0"}));
   add_threads_flag(app, threads, "threads");
   CLI11_PARSE(app, argc, argv);
   set_num_threads(parse_threads(threads));
@@ -125,14 +126,14 @@ int run_main(int argc, char** argv) {
   model.eval();
 
   std::printf("{\"layout\":\"%s\",\"build_s\":%.3f,\"import_s\":%.3f", gpt_weights_layout_name(layout), build_s, import_s);
-  if (int8_quality) {
-    print_int8_quality(model, gen);
+  if (!quality.empty()) {
+    print_quality(model, parse_weight_format(quality), gen);
     std::printf("}\n");
     return 0;
   }
-  if (quantize == "int8") {
+  if (quantize != "none") {
     const Clock::time_point t = Clock::now();
-    model.quantize_int8();
+    model.quantize(parse_weight_format(quantize));
     std::printf(",\"quantize_s\":%.3f", since(t));
   }
   if (!logits_path.empty()) {

@@ -55,17 +55,18 @@ Variable Linear::forward(const Variable& x) {
                                 std::to_string(options_.in_features) + " (weight " + weight_.shape().str() + ")");
   }
   require_dtype(x, weight_.dtype(), "input");
-  if (is_quantized()) return int8_linear(x, quantized_, weight_, bias_);
+  if (is_quantized()) return quantized_linear(x, quantized_, weight_, bias_);
   // One fused op (one product, bias added inside it) instead of matmul, transpose and add.
   return linear(x, weight_, bias_);
 }
 
-void Linear::quantize_weights() {
+void Linear::quantize_weights(WeightFormat format) {
   if (weight_.dtype() != DType::f32) {
     throw std::invalid_argument("Linear::quantize_weights: '" + weight_.name() + "' " + weight_.shape().str() + " is " +
-                                dtype_name(weight_.dtype()) + "; int8 weights serve float32 models only (to(DType::f32) first)");
+                                dtype_name(weight_.dtype()) + "; " + format_name(format) +
+                                " weights serve float32 models only (to(DType::f32) first)");
   }
-  quantized_ = quantize_int8(weight_.value());
+  quantized_ = quantize(weight_.value(), format);
 }
 
 }  // namespace ag

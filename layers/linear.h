@@ -40,22 +40,23 @@ class Linear : public Module {
   const Variable& bias() const { return bias_; }
   std::string name() const override { return "Linear"; }
 
-  // Inference only: from now on forward multiplies by an int8 copy of the weight (blocks of 32
-  // values along `in`, one scale each; core/quantize.h) instead of reading the float32 weight,
-  // which stays registered and unchanged (state_dict and checkpoints still hold it; the int8
-  // copy with its scales adds 28% of its bytes). A forward that would need gradients then throws
-  // std::logic_error naming the weight (autograd's int8_linear). Quantize last: a later to() or
-  // load_state_dict changes the float weight only (to(f64) makes forward throw; a load leaves
-  // the int8 copy stale). std::invalid_argument naming the weight unless it is float32.
-  void quantize_weights();
+  // Inference only: from now on forward multiplies by a quantized copy of the weight (int8 or
+  // q4_0: blocks of 32 values along `in`, one scale each; core/quantize.h) instead of reading
+  // the float32 weight, which stays registered and unchanged (state_dict and checkpoints still
+  // hold it; the copy adds 28% of its bytes in int8, 14% in q4_0). A forward that would need
+  // gradients then throws std::logic_error naming the weight (autograd's quantized_linear).
+  // Quantize last: a later to() or load_state_dict changes the float weight only (to(f64) makes
+  // forward throw; a load leaves the quantized copy stale). std::invalid_argument naming the
+  // weight unless it is float32.
+  void quantize_weights(WeightFormat format = WeightFormat::int8);
   bool is_quantized() const { return !quantized_.empty(); }
-  const Int8Matrix& quantized_weight() const { return quantized_; }
+  const QuantizedMatrix& quantized_weight() const { return quantized_; }
 
  private:
   LinearOptions options_;
   Variable weight_;
   Variable bias_;
-  Int8Matrix quantized_;  // empty unless quantize_weights() was called
+  QuantizedMatrix quantized_;  // empty unless quantize_weights() was called
 };
 
 }  // namespace ag

@@ -6,8 +6,8 @@
 //   mpirun -np 2 build/tools/evaluate --checkpoint ckpt.safetensors --data my.txt --stride 512   # windows split
 //
 // The text is read as train_gpt reads it (files joined in order, or a corpus name) and encoded
-// with the checkpoint's tokenizer. --quantize int8 scores the model with int8 weights
-// (GPT::quantize_int8), to see what quantization costs in perplexity. A fine-tuning checkpoint
+// with the checkpoint's tokenizer. --quantize int8 or q4_0 scores the model with quantized weights
+// (GPT::quantize), to see what quantization costs in perplexity. A fine-tuning checkpoint
 // comes with its adapters (and its base, when it holds only the adapter). On a terminal a
 // progress line (windows done, tokens/s, time, ETA) is redrawn on stderr while the windows run.
 // Exit codes: 0 done, 1 error (a file), 2 bad command line.
@@ -74,7 +74,7 @@ Scorer gpt_scorer(const Args& a) {
   s.context = m.block_size, s.vocab = m.vocab, s.d_model = m.d_model, s.n_head = m.n_head;
   s.parameters = parameter_count(m);
   s.description = "GPT " + std::to_string(m.n_layers) + " layers, d_model " + std::to_string(m.d_model) + ", context " +
-                  std::to_string(m.block_size) + (a.quantize == "int8" ? ", int8 weights" : "");
+                  std::to_string(m.block_size) + (a.quantize != "none" ? ", " + a.quantize + " weights" : "");
   s.origin = file.layout == GPTWeightsLayout::attograd
                  ? "step " + std::to_string(file.gpt.step)
                  : std::string(gpt_weights_layout_name(file.layout)) + " weights; " + file.shape_from;
@@ -84,7 +84,8 @@ Scorer gpt_scorer(const Args& a) {
 
 // A Llama-family model with its tokenizer; `what` names the model in the report.
 Scorer llama_scorer_of(Tokenizer tokenizer, std::shared_ptr<Llama> model, const std::string& path,
-                       const std::string& what, const std::string& origin) {
+                       const std::string& what, const std::string& origin, const std::string& quantize) {
+  apply_quantize(*model, quantize);
   Scorer s;
   s.tokenizer = std::move(tokenizer);
   const LlamaOptions& o = model->options();
@@ -95,7 +96,7 @@ Scorer llama_scorer_of(Tokenizer tokenizer, std::shared_ptr<Llama> model, const 
   s.context = o.max_positions, s.vocab = o.vocab, s.d_model = o.d_model, s.n_head = o.n_head;
   s.parameters = static_cast<double>(llama_parameter_count(o));
   s.description = what + " " + std::to_string(o.n_layers) + " layers, d_model " + std::to_string(o.d_model) +
-                  ", context " + std::to_string(o.max_positions);
+                  ", context " + std::to_string(o.max_positions) + (quantize != "none" ? ", " + quantize + " weights" : "");
   s.origin = origin;
   s.model = std::move(model);
   return s;
@@ -104,10 +105,6 @@ Scorer llama_scorer_of(Tokenizer tokenizer, std::shared_ptr<Llama> model, const 
 // A Hugging Face directory of the Llama family with its tokenizer.json (or --tokenizer).
 Scorer llama_scorer(const Args& a) {
   const std::filesystem::path dir(a.checkpoint);
-  if (a.quantize != "none") {
-    throw UsageError("--quantize " + a.quantize + ": int8 weights are for GPT models only so far; '" + a.checkpoint +
-                     "' is a " + llama_hf_architecture(llama_options_from_hf_config((dir / "config.json").string())));
-  }
   const std::string json = (dir / "tokenizer.json").string();
   if (!std::filesystem::exists(json) && a.hints.tokenizer.empty()) {
     throw UsageError("--checkpoint: '" + a.checkpoint + "' has no tokenizer.json; name one with --tokenizer");
@@ -115,22 +112,19 @@ Scorer llama_scorer(const Args& a) {
   std::shared_ptr<Llama> model = load_llama_hf(a.checkpoint);
   const std::string architecture = llama_hf_architecture(model->options());
   return llama_scorer_of(load_tokenizer(a.hints.tokenizer.empty() ? json : a.hints.tokenizer), std::move(model),
-                         a.checkpoint, architecture, "Hugging Face directory");
+                         a.checkpoint, architecture, "Hugging Face directory", a.quantize);
 }
 
 // A checkpoint of a Llama-family run of train_gpt: its model and tokenizer are the file's.
 Scorer llama_checkpoint_scorer(const Args& a) {
-  if (a.quantize != "none") {
-    throw UsageError("--quantize " + a.quantize + ": int8 weights are for GPT models only so far; '" + a.checkpoint +
-                     "' holds a Llama-family model");
-  }
   if (!a.hints.empty()) {
     throw UsageError("--tokenizer, --heads and --activation describe another tool's weights; '" + a.checkpoint +
                      "' is a checkpoint of train_gpt, which says all of them");
   }
   LoadedLlama loaded = load_llama_checkpoint(a.checkpoint);
   const int64_t step = loaded.step;
-  return llama_scorer_of(loaded.tokenizer, std::move(loaded.model), a.checkpoint, "Llama", "step " + std::to_string(step));
+  return llama_scorer_of(loaded.tokenizer, std::move(loaded.model), a.checkpoint, "Llama", "step " + std::to_string(step),
+                         a.quantize);
 }
 
 int run(const Args& a) {

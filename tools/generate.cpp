@@ -6,9 +6,9 @@
 //
 // Temperature 0 is greedy. The same checkpoint, prompt, options and seed print the same text,
 // with or without the KV cache (--no-cache recomputes the whole window for every token: slower,
-// the same tokens). --quantize int8 runs the model with int8 weights (GPT::quantize_int8): about
-// 2.7x the tokens per second of float32 for GPT-2 124M here, and tokens that may part from the
-// float model's where two candidates are close. The prompt must fit the model's context
+// the same tokens). --quantize int8 or q4_0 runs the model with quantized weights (GPT::quantize): more
+// tokens per second than float32 (bench/RESULTS.md), and tokens that may part from the float
+// model's where two candidates are close (sooner in q4_0). The prompt must fit the model's context
 // (block_size tokens); once the text grows past it, the window slides and the model sees the
 // last block_size tokens.
 // Every write to stdout is checked: a closed stdout, a full disk or a pipe whose reader has gone
@@ -103,40 +103,34 @@ struct LoadedModel {
   std::shared_ptr<void> owner;  // keeps the model alive
 };
 
-LoadedModel llama_model(Tokenizer tokenizer, std::shared_ptr<Llama> model, const std::string& path);
+LoadedModel llama_model(Tokenizer tokenizer, std::shared_ptr<Llama> model, const std::string& path,
+                        const std::string& quantize);
 
 // A Hugging Face directory of the Llama family (config.json, weights, tokenizer.json).
 LoadedModel llama_generator(const Args& args) {
-  if (args.quantize != "none") {
-    throw UsageError("--quantize " + args.quantize + ": int8 weights are for GPT models only so far; '" +
-                     args.checkpoint + "' is a " + llama_hf_architecture(llama_options_from_hf_config(
-                                                         (std::filesystem::path(args.checkpoint) / "config.json").string())));
-  }
   const std::string json = (std::filesystem::path(args.checkpoint) / "tokenizer.json").string();
   const bool has_json = std::filesystem::exists(json);
   if (!has_json && args.hints.tokenizer.empty()) {
     throw UsageError("--checkpoint: '" + args.checkpoint + "' has no tokenizer.json; name one with --tokenizer");
   }
   return llama_model(load_tokenizer(args.hints.tokenizer.empty() ? json : args.hints.tokenizer),
-                     load_llama_hf(args.checkpoint), args.checkpoint);
+                     load_llama_hf(args.checkpoint), args.checkpoint, args.quantize);
 }
 
 // A checkpoint of a Llama-family run of train_gpt: its model and tokenizer are the file's.
 LoadedModel llama_checkpoint_generator(const Args& args) {
-  if (args.quantize != "none") {
-    throw UsageError("--quantize " + args.quantize + ": int8 weights are for GPT models only so far; '" +
-                     args.checkpoint + "' holds a Llama-family model");
-  }
   if (!args.hints.empty()) {
     throw UsageError("--tokenizer, --heads and --activation describe another tool's weights; '" + args.checkpoint +
                      "' is a checkpoint of train_gpt, which says all of them");
   }
   LoadedLlama loaded = load_llama_checkpoint(args.checkpoint);
-  return llama_model(loaded.tokenizer, std::move(loaded.model), args.checkpoint);
+  return llama_model(loaded.tokenizer, std::move(loaded.model), args.checkpoint, args.quantize);
 }
 
 // A Llama-family model with its tokenizer, sampling only the tokenizer's ids.
-LoadedModel llama_model(Tokenizer tokenizer, std::shared_ptr<Llama> model, const std::string& path) {
+LoadedModel llama_model(Tokenizer tokenizer, std::shared_ptr<Llama> model, const std::string& path,
+                        const std::string& quantize) {
+  apply_quantize(*model, quantize);
   LoadedModel g;
   g.tokenizer = std::move(tokenizer);
   if (g.tokenizer.vocab_size() > model->options().vocab) {

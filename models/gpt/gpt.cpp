@@ -170,20 +170,23 @@ Variable GPT::head(const Variable& h) {
     throw std::invalid_argument("GPT::head: features of shape " + h.shape().str() + " must be (..., d_model=" +
                                 std::to_string(options_.d_model) + ")");
   }
-  if (is_quantized()) return int8_linear(h, head_int8_, head_table());
+  if (is_quantized()) return quantized_linear(h, head_quantized_, head_table());
   return linear(h, head_table());  // (..., d_model) x (vocab, d_model)^T: the tied head, no bias
 }
 
-void GPT::quantize_int8() {
+void GPT::quantize(WeightFormat format) {
+  const std::string who = std::string("GPT::quantize (") + format_name(format) + "): ";
   if (embed_.weight().dtype() != DType::f32) {
-    throw std::invalid_argument(std::string("GPT::quantize_int8: the model is ") + dtype_name(embed_.weight().dtype()) +
-                                "; int8 weights serve float32 inference only (to(DType::f32) first)");
+    throw std::invalid_argument(who + "the model is " + dtype_name(embed_.weight().dtype()) +
+                                "; quantized weights serve float32 inference only (to(DType::f32) first)");
   }
-  if (is_quantized()) throw std::invalid_argument("GPT::quantize_int8: the model is already quantized");
+  if (is_quantized()) {
+    throw std::invalid_argument(who + "the model is already quantized (" + format_name(quantized_format()) + ")");
+  }
   for (auto& [path, module] : named_modules()) {
-    if (auto* l = dynamic_cast<Linear*>(module)) l->quantize_weights();
+    if (auto* l = dynamic_cast<Linear*>(module)) l->quantize_weights(format);
   }
-  head_int8_ = ag::quantize_int8(head_table().value());
+  head_quantized_ = ag::quantize(head_table().value(), format);
 }
 
 Variable GPT::head_table() const {

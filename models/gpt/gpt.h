@@ -155,16 +155,18 @@ class GPT : public LanguageModel {
   const Variable& head_weight() const { return embed_.weight(); }
   std::string name() const override { return "GPT"; }
 
-  // Inference only: int8 weights (core/quantize.h) for every Linear of the model (each block's
-  // attention projections and MLP, Linear::quantize_weights) and for the tied head (its vocab
-  // rows of embed.weight); the token lookup keeps reading the float table. Afterwards forward,
-  // the cached forward and generate() run as before on the int8 products (at batch 1 a token
-  // reads ~1.1 bytes per weight instead of 4), loss() under NoGradGuard scores the int8 head's
-  // logits, and any forward that would need gradients throws std::logic_error naming the
-  // weight. Call it once the weights are final (after loading; see Linear::quantize_weights);
-  // std::invalid_argument for an f64 model or a second call.
-  void quantize_int8();
-  bool is_quantized() const { return !head_int8_.empty(); }
+  // Inference only: quantized weights (int8 or q4_0, core/quantize.h) for every Linear of the
+  // model (each block's attention projections and MLP, Linear::quantize_weights) and for the
+  // tied head (its vocab rows of embed.weight); the token lookup keeps reading the float table.
+  // Afterwards forward, the cached forward and generate() run as before on the quantized
+  // products (at batch 1 a token reads ~1.1 bytes per weight in int8, ~0.56 in q4_0, instead of
+  // 4), loss() under NoGradGuard scores the quantized head's logits, and any forward that would
+  // need gradients throws std::logic_error naming the weight. Call it once the weights are
+  // final (after loading; see Linear::quantize_weights); std::invalid_argument for an f64
+  // model or a second call.
+  void quantize(WeightFormat format);
+  bool is_quantized() const { return !head_quantized_.empty(); }
+  WeightFormat quantized_format() const { return head_quantized_.format; }
 
  private:
   // x: (B, T, d_model) embeddings of positions start .. start+T-1, before the positions are added.
@@ -184,7 +186,7 @@ class GPT : public LanguageModel {
   ModuleList<TransformerBlock>& blocks_;
   LayerNorm& norm_;
   bool recompute_ = false;
-  Int8Matrix head_int8_;  // the head's table in int8 once quantize_int8() ran, else empty
+  QuantizedMatrix head_quantized_;  // the head's table once quantize() ran, else empty
 };
 
 }  // namespace ag

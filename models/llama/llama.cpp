@@ -215,7 +215,22 @@ Variable Llama::head(const Variable& h) {
     throw std::invalid_argument("Llama::head: features of shape " + h.shape().str() + " must be (..., d_model=" +
                                 std::to_string(options_.d_model) + ")");
   }
+  if (quantized_) return quantized_linear(h, lm_head_ ? lm_head_->quantized_weight() : tied_head_, head_weight());
   return linear(h, head_weight());
+}
+
+void Llama::quantize(WeightFormat format) {
+  const std::string who = std::string("Llama::quantize (") + format_name(format) + "): ";
+  if (model_.embed_tokens_.weight().dtype() != DType::f32) {
+    throw std::invalid_argument(who + "the model is " + dtype_name(model_.embed_tokens_.weight().dtype()) +
+                                "; quantized weights serve float32 inference only (to(DType::f32) first)");
+  }
+  if (quantized_) throw std::invalid_argument(who + "the model is already quantized");
+  for (auto& [path, module] : named_modules()) {
+    if (auto* l = dynamic_cast<Linear*>(module)) l->quantize_weights(format);
+  }
+  if (!lm_head_) tied_head_ = ag::quantize(head_weight().value(), format);
+  quantized_ = true;
 }
 
 Variable Llama::forward(const Indices& ids) {
@@ -227,6 +242,8 @@ Variable Llama::forward_embedded(const Variable& x) { return head(hidden(x)); }
 
 Variable Llama::loss(const Indices& ids, const Indices& targets) {
   check_ids(ids, "Llama::loss");
+  // The chunked head reads the float table; a quantized model scores its own logits.
+  if (quantized_) return cross_entropy(forward(ids), targets);
   return linear_cross_entropy(hidden(model_.embed_tokens()(ids)), head_weight(), targets,
                               {.chunk_rows = linear_cross_entropy_chunk(options_.vocab)});
 }

@@ -123,6 +123,13 @@ class Llama : public LanguageModel {
   LlamaBody& model() { return model_; }
   // The head's weight (vocab, d_model): lm_head.weight, or model.embed_tokens.weight when tied.
   const Variable& head_weight() const;
+  // Inference only, as GPT::quantize: every Linear (each block's projections, lm_head when
+  // untied) and the tied head's table in `format` (core/quantize.h); the token lookup keeps the
+  // float table. Afterwards forward, the cached forward, generate() and loss() under
+  // NoGradGuard run on the quantized products; a forward that needs gradients throws
+  // std::logic_error naming the weight. std::invalid_argument for an f64 model or a second call.
+  void quantize(WeightFormat format);
+  bool is_quantized() const { return quantized_; }
   // Activation recompute for training (autograd/recompute.h), as GPT::set_recompute.
   void set_recompute(bool on) override { recompute_ = on; }
   bool recompute() const { return recompute_; }
@@ -137,6 +144,8 @@ class Llama : public LanguageModel {
   LlamaBody& model_;
   Linear* lm_head_ = nullptr;
   bool recompute_ = false;
+  bool quantized_ = false;
+  QuantizedMatrix tied_head_;  // the token table quantized, when the head is tied and quantize() ran
 };
 
 }  // namespace ag

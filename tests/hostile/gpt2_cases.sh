@@ -463,8 +463,8 @@ BIN=$EVALUATE run error "model.safetensors" "evaluate --checkpoint <a Llama dire
 BIN=$EVALUATE run usage "--block-size|longer than the model's context, 256 tokens" \
   "evaluate --checkpoint <a Llama directory of context 256> --block-size 512" \
   --checkpoint "$L9/good" --tokenizer byte --data "$text" --block-size 512 --stride 16
-BIN=$EVALUATE run usage "--quantize int8|GPT models only" "evaluate --checkpoint <a Llama directory> --quantize int8" \
-  --checkpoint "$L9/good" --tokenizer byte --data "$text" --stride 16 --quantize int8
+BIN=$EVALUATE run ok "" "evaluate --checkpoint <a Llama directory> --quantize q4_0" \
+  --checkpoint "$L9/good" --tokenizer byte --data "$text" --block-size 32 --stride 16 --quantize q4_0
 # train_gpt's early checks are the job's own (check_long_enough, check_against_model), named by flag.
 printf 'too short' >"$G9/short.txt"
 BIN=$GPT run usage "--data|short.txt|9 tokens, fewer than block_size + 1 = 17" \

@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(a_quantized_linear_is_the_linear_of_its_dequantized_weight_
     BOOST_TEST(max_abs_diff(lin(x).value(), want) <= 1e-5);
     BOOST_TEST(max_abs_diff(lin(x).value(), ag::linear(x, lin.weight(), lin.bias()).value()) > 1e-5);
   }
-  AG_CHECK_THROWS_WITH(lin(x), std::logic_error, "int8_linear", "'weight'", "quantized to int8");
+  AG_CHECK_THROWS_WITH(lin(x), std::logic_error, "quantized_linear", "'weight'", "quantized to int8");
   Linear f64(4, 2);
   f64.to(DType::f64);
   AG_CHECK_THROWS_WITH(f64.quantize_weights(), std::invalid_argument, "quantize_weights", "f64", "float32");

@@ -280,6 +280,64 @@ BOOST_AUTO_TEST_CASE(sharded_directories_load_and_malformed_ones_name_the_file) 
   }
 }
 
+// Llama::quantize: every Linear and the head (lm_head when untied, the token table when tied)
+// in int8 or q4_0. The forward of 2 x 10 rows (the tiles-and-gemm path) equals the float32
+// model whose weights are their round trip through the format; training is refused naming the
+// format; a second quantization and an f64 model are refused.
+BOOST_AUTO_TEST_CASE(a_quantized_llama_computes_its_dequantized_twin) {
+  for (const bool tied : {false, true}) {
+    for (const WeightFormat format : {WeightFormat::int8, WeightFormat::q4_0}) {
+      BOOST_TEST_CONTEXT((tied ? "tied, " : "untied, ") << format_name(format)) {
+        LlamaOptions o = tiny_llama();
+        o.d_model = 40;  // a full block of 32 and a partial one
+        o.d_hidden = 72;
+        o.tie_word_embeddings = tied;
+        manual_seed(5);
+        Llama model(o);
+        manual_seed(5);
+        Llama twin(o);
+        model.eval();
+        twin.eval();
+        {
+          NoGradGuard no_grad;
+          for (auto& [path, module] : twin.named_modules()) {
+            if (auto* l = dynamic_cast<Linear*>(module)) {
+              Tensor w = l->weight().value();
+              w.copy_(dequantize(quantize(w, format)));
+            }
+          }
+          if (tied) {
+            Tensor table = twin.head_weight().value();
+            table.copy_(dequantize(quantize(table, format)));
+          }
+        }
+        model.quantize(format);
+        BOOST_TEST(model.is_quantized());
+        NoGradGuard no_grad;
+        std::vector<int64_t> ids(20);
+        for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i * 7 % 11);
+        const Variable x = model.model().embed_tokens()(Indices(Shape{2, 10}, ids));
+        const Tensor want = twin.forward_embedded(x).value();
+        BOOST_TEST(max_abs_diff(model.forward_embedded(x).value(), want) <= 1e-5);
+        manual_seed(5);
+        Llama float_model(o);
+        BOOST_TEST(max_abs_diff(float_model.forward_embedded(x).value(), want) > 1e-5);  // the twin is not the float model
+      }
+    }
+  }
+  LlamaOptions o = tiny_llama();
+  Llama model(o);
+  model.quantize(WeightFormat::q4_0);
+  model.train();
+  const Indices ids(Shape{1, 4}, {1, 2, 3, 4});
+  AG_CHECK_THROWS_WITH(model.loss(ids, ids), std::logic_error, "q_proj.weight", "quantized to q4_0");
+  AG_CHECK_THROWS_WITH(model.quantize(WeightFormat::int8), std::invalid_argument, "Llama::quantize (int8)",
+                       "already quantized");
+  Llama f64(o);
+  f64.to(DType::f64);
+  AG_CHECK_THROWS_WITH(f64.quantize(WeightFormat::int8), std::invalid_argument, "Llama::quantize", "f64");
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace
