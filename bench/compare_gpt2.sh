@@ -6,11 +6,15 @@
 #  2. loading: build/bench/gpt2_load reads each file ROUNDS times under /usr/bin/time -v (the page
 #     cache warm after a first untimed read): build and import seconds, wall time, peak RSS;
 #  3. parity: the float32 logits of ids 0..63 from the Hugging Face file, attograd against PyTorch;
-#  4. int8 against float32 (one process, gpt2_load --int8-quality): the logits of ids 0..63 and the
-#     GEN_TOKENS greedy tokens of the float model and of the same model after GPT::quantize_int8;
-#  5. generation: greedy tokens/s at batch 1 with the KV cache, GEN_TOKENS tokens from the prompt
-#     [0], best of REPEATS per process, ROUNDS processes of each interleaved: attograd float32,
-#     attograd int8 (--quantize int8) and PyTorch float32, all on THREADS threads; with TORCH_INT8=1
+#  4. int8 and q4_0 against float32 (one process each, gpt2_load --quality): the logits of ids
+#     0..63 and the GEN_TOKENS greedy tokens of the float model and of the same model after
+#     GPT::quantize (random weights: near-uniform logits, so the token agreement says little;
+#     docs/quantization.md measures a trained model);
+#  5. generation: the machine's read bandwidth on THREADS threads (bench/machine_peak), then greedy
+#     tokens/s at batch 1 with the KV cache, GEN_TOKENS tokens from the prompt [0], best of
+#     REPEATS per process, ROUNDS processes of each interleaved: attograd float32, int8 and q4_0
+#     (--quantize) and PyTorch float32, all on THREADS threads; each attograd figure also as a
+#     share of its memory roofline (the bytes a token reads / the bandwidth); with TORCH_INT8=1
 #     also PyTorch's dynamic int8 (bench/torch_gpt2.py --quantize int8, on oneDNN: this Debian's
 #     torch 1.13 lacks fbgemm; off by default, its rounds vary from 1 to 21 tokens/s here).
 #
@@ -61,20 +65,29 @@ print(f'max |diff| {abs(a - b).max():.3g}, logits scale {abs(b).max():.3g}, rela
 
 fi
 
-echo "## int8 weights against float32 (attograd, one process; logits of ids 0..63, $GEN_TOKENS greedy tokens)"
-"$ours" --weights "$DIR/model.safetensors" --threads "$THREADS" --int8-quality --generate "$GEN_TOKENS"
+echo "## quantized weights against float32 (attograd, one process each; logits of ids 0..63, $GEN_TOKENS greedy tokens)"
+for q in int8 q4_0; do
+  "$ours" --weights "$DIR/model.safetensors" --threads "$THREADS" --quality $q --generate "$GEN_TOKENS"
+done
+
+peak=$("$BUILD/bench/machine_peak" --threads "$THREADS")
+echo "$peak" | grep -E "bandwidth"
+bandwidth=$(sed -n 's/^memory read bandwidth.* threads \([0-9.]*\) GB\/s$/\1/p' <<<"$peak")
+[ -n "$bandwidth" ] || bandwidth=$(sed -n 's/^memory read bandwidth.*: 1 thread \([0-9.]*\) GB\/s$/\1/p' <<<"$peak")
 
 echo "## cached greedy generation, batch 1, $GEN_TOKENS tokens, $THREADS threads (best of $REPEATS per process)"
 field() { $PY -c "import json,sys; j=json.loads(sys.argv[1]); print(' '.join(str(j[k]) for k in sys.argv[2:]))" "$@"; }
-f32_tps=() int8_tps=() torch_tps=() torch_int8_tps=()
+f32_tps=() int8_tps=() q4_tps=() torch_tps=() torch_int8_tps=() bytes=()
 for r in $(seq "$ROUNDS"); do
   o=$(field "$("$ours" --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS")" \
-        tokens_per_s fingerprint)
+        tokens_per_s fingerprint bytes_per_token)
   q=$(field "$("$ours" --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS" --quantize int8)" \
-        tokens_per_s fingerprint)
+        tokens_per_s fingerprint bytes_per_token)
+  q4=$(field "$("$ours" --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS" --quantize q4_0)" \
+        tokens_per_s fingerprint bytes_per_token)
   t=$(field "$($PY bench/torch_gpt2.py --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS")" \
         tokens_per_s fingerprint torch_version)
-  line="round $r: attograd f32 $o | attograd int8 $q | pytorch f32 $t"
+  line="round $r: attograd f32 ${o% *} | attograd int8 ${q% *} | attograd q4_0 ${q4% *} | pytorch f32 $t"
   if [ "$TORCH_INT8" = 1 ]; then
     ti=$(field "$($PY bench/torch_gpt2.py --weights "$DIR/model.safetensors" --threads "$THREADS" --generate "$GEN_TOKENS" --repeats "$REPEATS" --quantize int8 2>/dev/null)" \
          tokens_per_s fingerprint quantized)
@@ -82,16 +95,22 @@ for r in $(seq "$ROUNDS"); do
     torch_int8_tps+=("${ti%% *}")
   fi
   echo "$line"
-  f32_tps+=("${o%% *}") int8_tps+=("${q%% *}") torch_tps+=("${t%% *}")
+  f32_tps+=("${o%% *}") int8_tps+=("${q%% *}") q4_tps+=("${q4%% *}") torch_tps+=("${t%% *}")
+  bytes=("${o##* }" "${q##* }" "${q4##* }")
 done
 $PY -c "
 import statistics, sys
-o, q, t = ([float(x) for x in a.split()] for a in sys.argv[1:4])
+o, q, q4, t = ([float(x) for x in a.split()] for a in sys.argv[1:5])
 m = statistics.median
-line = f'median tokens/s: attograd f32 {m(o):.1f}, attograd int8 {m(q):.1f}, pytorch f32 {m(t):.1f}'
-if sys.argv[4]:
-    line += f', pytorch int8 {m([float(x) for x in sys.argv[4].split()]):.1f}'
+line = f'median tokens/s: attograd f32 {m(o):.1f}, attograd int8 {m(q):.1f}, attograd q4_0 {m(q4):.1f}, pytorch f32 {m(t):.1f}'
+if sys.argv[5]:
+    line += f', pytorch int8 {m([float(x) for x in sys.argv[5].split()]):.1f}'
 print(line)
 print(f'ratios: int8 / pytorch f32 {m(q) / m(t):.2f}x, int8 / attograd f32 {m(q) / m(o):.2f}x, attograd f32 / pytorch f32 {m(o) / m(t):.2f}x')
-" "${f32_tps[*]}" "${int8_tps[*]}" "${torch_tps[*]}" "${torch_int8_tps[*]}"
+bandwidth = float(sys.argv[6]) * 1e9
+for name, tps, per_token in zip(('f32', 'int8', 'q4_0'), (o, q, q4), (float(b) for b in sys.argv[7].split())):
+    limit = bandwidth / per_token
+    print(f'roofline {name}: {per_token / 1e6:.1f} MB per token at {bandwidth / 1e9:.1f} GB/s = {limit:.1f} tokens/s; '
+          f'attograd {m(tps):.1f} = {m(tps) / limit:.0%} of it')
+" "${f32_tps[*]}" "${int8_tps[*]}" "${q4_tps[*]}" "${torch_tps[*]}" "${torch_int8_tps[*]}" "$bandwidth" "${bytes[*]}"
 echo "# end $(date -u '+%H:%M UTC'), load:$(uptime | sed 's/.*load average://')"

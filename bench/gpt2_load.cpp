@@ -58,6 +58,35 @@ std::vector<int64_t> greedy_tokens(GPT& model, int64_t n) {
   return generate(model, {0}, g);
 }
 
+// The bytes a cached token reads, on average over generating `gen` tokens after a prompt of
+// one: every Linear's weight as it is held (float32 or its quantized copy) and bias, the norms,
+// the head's table (float32 or quantized: the formula of core/quantize.h), and the cached keys
+// and values of the positions before it. The embedding rows a token looks up are left out (two
+// rows of 768 floats).
+double bytes_per_token(GPT& model, int64_t gen) {
+  double bytes = 0;
+  for (const auto& [name, p] : model.named_parameters()) {
+    if (name == "embed.weight" || name == "pos.weight") continue;
+    bytes += static_cast<double>(p.numel() * dtype_size(p.dtype()));
+  }
+  for (auto& [path, module] : model.named_modules()) {
+    if (auto* l = dynamic_cast<Linear*>(module); l && l->is_quantized()) {
+      bytes += static_cast<double>(l->quantized_weight().bytes() - l->weight().numel() * 4);
+    }
+  }
+  const GPTOptions& o = model.options();
+  const double blocks = static_cast<double>((o.d_model + kQuantBlock - 1) / kQuantBlock), vocab = static_cast<double>(o.vocab);
+  if (!model.is_quantized()) {
+    bytes += vocab * static_cast<double>(o.d_model) * 4;
+  } else if (model.quantized_format() == WeightFormat::int8) {
+    bytes += vocab * (static_cast<double>(o.d_model) + blocks * 4);
+  } else {
+    bytes += vocab * blocks * static_cast<double>(kQ4BlockBytes);
+  }
+  const double mean_positions = 1.0 + static_cast<double>(gen) / 2.0;
+  return bytes + 2.0 * static_cast<double>(o.n_layers * o.d_model) * 4.0 * mean_positions;
+}
+
 // --quality: prints the comparison fields of the JSON line.
 void print_quality(GPT& model, WeightFormat format, int64_t gen) {
   const Tensor lf = logits_of_the_first_ids(model);
@@ -152,7 +181,8 @@ int run_main(int argc, char** argv) {
     }
     uint64_t print = 1469598103934665603ull;  // FNV-1a over the token ids
     for (int64_t t : tokens) print = (print ^ static_cast<uint64_t>(t)) * 1099511628211ull;
-    std::printf(",\"tokens_per_s\":%.2f,\"fingerprint\":\"%016llx\"", best, static_cast<unsigned long long>(print));
+    std::printf(",\"tokens_per_s\":%.2f,\"fingerprint\":\"%016llx\",\"bytes_per_token\":%.0f", best,
+                static_cast<unsigned long long>(print), bytes_per_token(model, gen));
   }
   std::printf("}\n");
   return 0;
