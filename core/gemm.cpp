@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "attograd/core/parallel.h"
+#include "kernels/lanes.h"
 
 #if defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -62,15 +63,6 @@ bool as_gemv(Transpose ta, Transpose tb, int64_t m, int64_t n, int64_t k, T alph
   return false;
 }
 
-#ifdef ATTOGRAD_GEMV_AVX2
-inline float horizontal_sum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-#endif
-
 // out[j] = x . w_j over k values for the kRows rows w_j = w + j * ldw: two accumulators of 8
 // lanes per row over 16 values at a time, added together, summed across lanes, then the last
 // k % 16 values one by one. Each row takes the same operations whether it is computed with
@@ -89,7 +81,7 @@ template <int kRows>
       hi[r] = _mm256_fmadd_ps(_mm256_loadu_ps(w + r * ldw + i + 8), x1, hi[r]);
     }
   }
-  for (int r = 0; r < kRows; ++r) out[r] = horizontal_sum(_mm256_add_ps(lo[r], hi[r]));
+  for (int r = 0; r < kRows; ++r) out[r] = lanes::horizontal_sum(_mm256_add_ps(lo[r], hi[r]));
 #else
   for (int r = 0; r < kRows; ++r) out[r] = 0.0f;
 #endif

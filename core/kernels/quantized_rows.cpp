@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "lanes.h"
+
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 #define ATTOGRAD_QUANT_AVX2 1
@@ -20,14 +22,9 @@ inline __m256 widen8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
-inline float horizontal_sum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
+using lanes::horizontal_sum;
 #else
-// The same additions, in the same order, as the vector horizontal_sum above.
+// The same additions, in the same order, as lanes::horizontal_sum.
 inline float horizontal_sum(const float* lanes) {
   const float t0 = lanes[0] + lanes[4], t1 = lanes[1] + lanes[5], t2 = lanes[2] + lanes[6], t3 = lanes[3] + lanes[7];
   return (t0 + t2) + (t1 + t3);
